@@ -1,0 +1,23 @@
+//! Skiff's shared vocabulary: addresses, session metadata, stream and datagram abstractions,
+//! the inbound/outbound traits, byte counters and the relay (copy and splice).
+
+pub mod address;
+pub mod net;
+
+pub use address::Address;
+pub use net::{Cidr, Network, Networks, PortRange};
+pub mod handshake;
+pub mod metadata;
+pub mod stream;
+
+pub use handshake::{Accepted, BoxFuture, ConnectOutcome, Connector, Reply};
+pub use metadata::Metadata;
+pub use stream::{BoxStream, Prefixed, ProxyStream};
+pub mod relay;
+pub mod stats;
+
+pub use relay::{RelayCounters, RelayEnd, RelayOutcome, RelayPolicy, relay};
+pub use stats::{Counter, DirectionCounters, Stats};
+pub mod outbound;
+
+pub use outbound::{BoxPacketConn, Outbound, PacketConn};

@@ -1,0 +1,38 @@
+//! What Skiff knows about one session as it travels the data path.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use crate::{Address, Network};
+
+/// Built by the listener, completed by the inbound's handshake (destination, user), read by
+/// the router and the outbound. Cheap to clone: strings are shared.
+#[derive(Clone, Debug)]
+pub struct Metadata {
+    pub inbound_tag: Arc<str>,
+    /// The peer of the accepted connection.
+    pub source: SocketAddr,
+    /// The local address the connection arrived on.
+    pub local: SocketAddr,
+    pub network: Network,
+    /// Filled in by the inbound's handshake.
+    pub destination: Option<Address>,
+    /// The authenticated user's email (or account name), when the protocol has users.
+    pub user: Option<Arc<str>>,
+    /// Policy level of the user or inbound.
+    pub level: u32,
+}
+
+impl Metadata {
+    pub fn new(inbound_tag: Arc<str>, source: SocketAddr, local: SocketAddr) -> Metadata {
+        Metadata {
+            inbound_tag,
+            source,
+            local,
+            network: Network::Tcp,
+            destination: None,
+            user: None,
+            level: 0,
+        }
+    }
+}

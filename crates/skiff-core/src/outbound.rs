@@ -1,0 +1,40 @@
+//! What every outbound can do: open a stream to a destination, or a packet conversation.
+
+use std::io;
+use std::task::{Context, Poll};
+
+use tokio::io::ReadBuf;
+
+use crate::{Address, BoxFuture, BoxStream, Metadata};
+
+/// A packet conversation through an outbound (UDP, or UDP carried inside a proxy protocol).
+pub trait PacketConn: Send + Sync {
+    /// Receives the next datagram into `buf`, returning who sent it.
+    fn poll_recv_from(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<Address>>;
+
+    /// Sends one datagram to `destination`.
+    fn send_to<'a>(
+        &'a self,
+        payload: &'a [u8],
+        destination: &'a Address,
+    ) -> BoxFuture<'a, io::Result<()>>;
+}
+
+pub type BoxPacketConn = Box<dyn PacketConn>;
+
+/// An outbound handler. Setup is async and may allocate; the returned stream is the hot path.
+pub trait Outbound: Send + Sync {
+    /// Opens a stream to `destination` on behalf of the session `meta`.
+    fn connect<'a>(
+        &'a self,
+        meta: &'a Metadata,
+        destination: &'a Address,
+    ) -> BoxFuture<'a, io::Result<BoxStream>>;
+
+    /// Opens a packet conversation for the session `meta`.
+    fn bind<'a>(&'a self, meta: &'a Metadata) -> BoxFuture<'a, io::Result<BoxPacketConn>>;
+}

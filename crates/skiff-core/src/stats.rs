@@ -1,0 +1,101 @@
+//! Live byte counters. The relay bumps them as bytes move (spliced or copied), so a reader
+//! sees a connection's traffic while it is still open, not only when it ends.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// One named counter, shared between the registry and the connections feeding it.
+#[derive(Debug, Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Counters by Xray's names: `inbound>>>TAG>>>traffic>>>uplink`, `user>>>EMAIL>>>traffic>>>downlink`…
+/// plus Skiff's own `relay>>>spliced` / `relay>>>copied`, which show which path moved bytes.
+#[derive(Debug, Default)]
+pub struct Stats {
+    counters: Mutex<HashMap<String, Arc<Counter>>>,
+    spliced: Arc<Counter>,
+    copied: Arc<Counter>,
+}
+
+impl Stats {
+    pub fn new() -> Arc<Stats> {
+        Arc::new(Stats::default())
+    }
+
+    /// The counter with this name, created on first use. Called once per connection setup,
+    /// never per packet.
+    pub fn counter(&self, name: &str) -> Arc<Counter> {
+        let mut map = self.counters.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        map.entry(name.to_owned()).or_default().clone()
+    }
+
+    pub fn get(&self, name: &str) -> Option<u64> {
+        let map = self.counters.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        map.get(name).map(|c| c.get())
+    }
+
+    /// Every counter and its value, sorted by name.
+    pub fn snapshot(&self) -> Vec<(String, u64)> {
+        let map = self.counters.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut all: Vec<_> = map.iter().map(|(k, v)| (k.clone(), v.get())).collect();
+        all.push(("relay>>>spliced".into(), self.spliced.get()));
+        all.push(("relay>>>copied".into(), self.copied.get()));
+        all.sort();
+        all
+    }
+
+    /// Bytes the relay moved with splice(2), all connections together.
+    pub fn spliced(&self) -> &Arc<Counter> {
+        &self.spliced
+    }
+
+    /// Bytes the relay moved through user-space buffers.
+    pub fn copied(&self) -> &Arc<Counter> {
+        &self.copied
+    }
+}
+
+/// The counters one direction of one connection feeds: a handful of shared atomics.
+#[derive(Clone, Debug, Default)]
+pub struct DirectionCounters {
+    targets: Vec<Arc<Counter>>,
+}
+
+impl DirectionCounters {
+    pub fn new(targets: Vec<Arc<Counter>>) -> DirectionCounters {
+        DirectionCounters { targets }
+    }
+
+    pub fn add(&self, n: u64) {
+        for c in &self.targets {
+            c.add(n);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_are_shared_by_name() {
+        let stats = Stats::new();
+        let a = stats.counter("inbound>>>in>>>traffic>>>uplink");
+        let dir = DirectionCounters::new(vec![a.clone(), stats.copied().clone()]);
+        dir.add(5);
+        dir.add(7);
+        assert_eq!(stats.get("inbound>>>in>>>traffic>>>uplink"), Some(12));
+        assert_eq!(stats.copied().get(), 12);
+        assert!(stats.snapshot().iter().any(|(k, v)| k == "relay>>>copied" && *v == 12));
+    }
+}

@@ -1,0 +1,143 @@
+//! The stream abstraction every layer and protocol passes along, with the two escape hatches
+//! the splice relay needs: "what raw socket is underneath" and "what did you read ahead".
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::{Buf, Bytes};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+/// A bidirectional byte stream on the data path.
+pub trait ProxyStream: AsyncRead + AsyncWrite + Send + Unpin + 'static {
+    /// The kernel socket this stream is *exactly*, byte for byte, once `take_read_residue` has
+    /// been drained: then the relay may splice(2) it. Layers that transform bytes return None.
+    fn raw_tcp(&self) -> Option<&TcpStream> {
+        None
+    }
+
+    /// Bytes already read from the socket but not yet returned to the reader. The relay sends
+    /// them on before it starts splicing.
+    fn take_read_residue(&mut self) -> Option<Bytes> {
+        None
+    }
+
+    /// Ready when a read would make progress, without needing a buffer yet: lets the relay
+    /// allocate its buffers only once data arrives, so idle connections stay small.
+    fn poll_read_ready(&mut self, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+pub type BoxStream = Box<dyn ProxyStream>;
+
+impl ProxyStream for TcpStream {
+    fn raw_tcp(&self) -> Option<&TcpStream> {
+        Some(self)
+    }
+
+    fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        TcpStream::poll_read_ready(self, cx)
+    }
+}
+
+impl ProxyStream for BoxStream {
+    fn raw_tcp(&self) -> Option<&TcpStream> {
+        (**self).raw_tcp()
+    }
+    fn take_read_residue(&mut self) -> Option<Bytes> {
+        (**self).take_read_residue()
+    }
+    fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        (**self).poll_read_ready(cx)
+    }
+}
+
+/// A stream with bytes in front of it that a handshake read ahead (e.g. the start of the
+/// payload that arrived with a SOCKS or HTTP request). Reads return the prefix first.
+pub struct Prefixed<S> {
+    prefix: Bytes,
+    inner: S,
+}
+
+impl<S> Prefixed<S> {
+    pub fn new(prefix: Bytes, inner: S) -> Prefixed<S> {
+        Prefixed { prefix, inner }
+    }
+
+    pub fn into_parts(self) -> (Bytes, S) {
+        (self.prefix, self.inner)
+    }
+}
+
+impl<S: ProxyStream> ProxyStream for Prefixed<S> {
+    fn raw_tcp(&self) -> Option<&TcpStream> {
+        self.inner.raw_tcp()
+    }
+
+    fn take_read_residue(&mut self) -> Option<Bytes> {
+        let mine = std::mem::take(&mut self.prefix);
+        match self.inner.take_read_residue() {
+            None if mine.is_empty() => None,
+            None => Some(mine),
+            Some(theirs) if mine.is_empty() => Some(theirs),
+            Some(theirs) => {
+                let mut joined = Vec::with_capacity(mine.len() + theirs.len());
+                joined.extend_from_slice(&mine);
+                joined.extend_from_slice(&theirs);
+                Some(joined.into())
+            }
+        }
+    }
+
+    fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.prefix.is_empty() {
+            self.inner.poll_read_ready(cx)
+        } else {
+            Poll::Ready(Ok(()))
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if !self.prefix.is_empty() {
+            let n = self.prefix.len().min(buf.remaining());
+            buf.put_slice(&self.prefix[..n]);
+            self.prefix.advance(n);
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
