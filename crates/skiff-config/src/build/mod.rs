@@ -1,0 +1,103 @@
+//! Raw (merged) config → validated [`Plan`]. Every check reports through `diags` and carries
+//! on, so one run lists as many problems as possible; an item with an error is left out of
+//! the plan, and the caller discards the plan when any error was reported.
+
+mod inbound;
+mod log;
+mod outbound;
+mod policy;
+mod protocols;
+mod routing;
+mod stream;
+
+use std::collections::HashSet;
+
+use crate::diag::{Diagnostic, Severity};
+use crate::merge::Merged;
+use crate::plan::{
+    FreedomDomainStrategy, FreedomOutbound, OutboundPlan, OutboundProtocol, Plan, StreamPlan,
+};
+use crate::source::Loc;
+
+/// The outbound added when a config has none at all (Xray would refuse to route anything;
+/// skiff connects directly, which is what a bare inbound-only config means in practice).
+pub const DEFAULT_OUTBOUND_TAG: &str = "direct";
+
+pub fn build(merged: &Merged, diags: &mut Vec<Diagnostic>) -> Plan {
+    let log = log::build_log(merged.log.as_ref(), diags);
+    let inbounds = inbound::build_inbounds(&merged.inbounds, diags);
+    let mut outbounds = outbound::build_outbounds(&merged.outbounds, &merged.damage, diags);
+
+    // Every tag a rule may name: all merged outbounds (also those whose build failed: their
+    // error is already reported) and the default one. `merged.damage` covers the rest.
+    let mut outbound_tags: HashSet<String> = merged
+        .outbounds
+        .iter()
+        .filter_map(|o| o.raw.tag.clone())
+        .collect();
+    if merged.outbounds.is_empty() && !merged.damage.has_outbounds() {
+        outbounds.push(default_outbound());
+        outbound_tags.insert(DEFAULT_OUTBOUND_TAG.to_owned());
+    }
+    let inbound_tags: HashSet<String> = merged
+        .inbounds
+        .iter()
+        .filter_map(|i| i.raw.tag.clone())
+        .collect();
+
+    let routing = routing::build_routing(
+        merged.routing.as_ref(),
+        &outbound_tags,
+        &inbound_tags,
+        &merged.damage,
+        diags,
+    );
+    let policy = policy::build_policy(merged.policy.as_ref(), diags);
+    Plan {
+        log,
+        inbounds,
+        outbounds,
+        routing,
+        policy,
+    }
+}
+
+fn default_outbound() -> OutboundPlan {
+    OutboundPlan {
+        tag: DEFAULT_OUTBOUND_TAG.to_owned(),
+        protocol: OutboundProtocol::Freedom(FreedomOutbound {
+            domain_strategy: FreedomDomainStrategy::AsIs,
+            redirect: None,
+        }),
+        stream: StreamPlan::default(),
+        via: None,
+    }
+}
+
+fn error_count(diags: &[Diagnostic]) -> usize {
+    diags
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count()
+}
+
+/// `userLevel`: a level number, 0 when absent.
+fn user_level(value: Option<i64>, loc: &Loc, diags: &mut Vec<Diagnostic>) -> u32 {
+    match value {
+        None => 0,
+        Some(v) => u32::try_from(v).unwrap_or_else(|_| {
+            diags.push(loc.error(format!("userLevel {v} is out of range (0-{})", u32::MAX)));
+            0
+        }),
+    }
+}
+
+/// The lowercase form of an optional enum-like string; Xray compares these case-insensitively.
+fn lower(value: Option<&str>) -> Option<String> {
+    value
+        .map(|v| v.trim().to_ascii_lowercase())
+        .filter(|v| !v.is_empty())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,344 @@
+//! `routing`: rules are checked one by one (each decoded from its raw value with its own
+//! path), so a config with five bad rules gets five errors in one run.
+
+use std::collections::HashSet;
+
+use skiff_core::{Cidr, PortRange};
+
+use super::{error_count, lower};
+use crate::decode::decode;
+use crate::diag::Diagnostic;
+use crate::plan::{DomainMatcher, RoutingDomainStrategy, RoutingPlan, RulePlan};
+use crate::raw::top::{RawRouting, RawRule};
+use crate::raw::values::{PortSpec, StringList};
+use crate::raw::{Damage, Item, kind};
+use crate::source::Loc;
+
+pub fn build_routing(
+    item: Option<&Item<RawRouting>>,
+    outbound_tags: &HashSet<String>,
+    inbound_tags: &HashSet<String>,
+    damage: &Damage,
+    diags: &mut Vec<Diagnostic>,
+) -> RoutingPlan {
+    let Some(Item { loc, raw }) = item else {
+        return RoutingPlan::default();
+    };
+    let domain_strategy = match lower(raw.domain_strategy.as_deref()).as_deref() {
+        None | Some("asis") => RoutingDomainStrategy::AsIs,
+        Some("ipifnonmatch") => RoutingDomainStrategy::IpIfNonMatch,
+        Some("ipondemand") => RoutingDomainStrategy::IpOnDemand,
+        Some(_) => {
+            diags.push(loc.key("domainStrategy").error(format!(
+                "unknown domainStrategy `{}` (expected AsIs, IPIfNonMatch or IPOnDemand)",
+                raw.domain_strategy.as_deref().unwrap_or_default()
+            )));
+            RoutingDomainStrategy::AsIs
+        }
+    };
+    check_domain_matcher(
+        raw.domain_matcher.as_deref(),
+        &loc.key("domainMatcher"),
+        diags,
+    );
+    if raw.balancers.as_ref().is_some_and(|b| !b.is_empty()) {
+        diags.push(
+            loc.key("balancers")
+                .error("balancers are not supported by this version of skiff yet"),
+        );
+    }
+    let ctx = RuleContext {
+        outbound_tags,
+        inbound_tags,
+        damage,
+    };
+    let mut rules = Vec::new();
+    for (i, value) in raw.rules.iter().flatten().enumerate() {
+        let rloc = loc.key("rules").index(i);
+        if !value.is_object() {
+            diags.push(rloc.error(format!(
+                "invalid type: {}, expected a rule object",
+                kind(value)
+            )));
+            continue;
+        }
+        let Some(rule) = decode::<RawRule>(value, &rloc, diags) else {
+            continue;
+        };
+        if let Some(plan) = build_rule(&rule, &rloc, &ctx, diags) {
+            rules.push(plan);
+        }
+    }
+    RoutingPlan {
+        domain_strategy,
+        rules,
+    }
+}
+
+struct RuleContext<'a> {
+    outbound_tags: &'a HashSet<String>,
+    inbound_tags: &'a HashSet<String>,
+    damage: &'a Damage,
+}
+
+/// `domainMatcher` picks an Xray matching algorithm; the results are the same, so both known
+/// values are accepted and skiff uses its own.
+fn check_domain_matcher(value: Option<&str>, loc: &Loc, diags: &mut Vec<Diagnostic>) {
+    match lower(value).as_deref() {
+        None | Some("hybrid" | "linear") => {}
+        Some(other) => diags.push(loc.error(format!(
+            "unknown domainMatcher `{other}` (expected hybrid or linear)"
+        ))),
+    }
+}
+
+fn build_rule(
+    rule: &RawRule,
+    loc: &Loc,
+    ctx: &RuleContext<'_>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<RulePlan> {
+    let before = error_count(diags);
+    match lower(rule.kind.as_deref()).as_deref() {
+        None | Some("field") => {}
+        Some(other) => diags.push(
+            loc.key("type")
+                .error(format!("unknown rule type `{other}` (only \"field\")")),
+        ),
+    }
+    check_domain_matcher(
+        rule.domain_matcher.as_deref(),
+        &loc.key("domainMatcher"),
+        diags,
+    );
+
+    let domains = each(
+        rule.domain.as_ref(),
+        &loc.key("domain"),
+        diags,
+        domain_matcher,
+    );
+    let ips = each(rule.ip.as_ref(), &loc.key("ip"), diags, cidr);
+    let mut sources = each(rule.source.as_ref(), &loc.key("source"), diags, cidr);
+    sources.extend(each(
+        rule.source_ip.as_ref(),
+        &loc.key("sourceIP"),
+        diags,
+        cidr,
+    ));
+    let dest_ports = ports(rule.port.as_ref(), &loc.key("port"), diags);
+    let source_ports = ports(rule.source_port.as_ref(), &loc.key("sourcePort"), diags);
+    let networks = rule.network.as_ref().and_then(|n| {
+        n.networks()
+            .map_err(|e| diags.push(loc.key("network").error(e)))
+            .ok()
+    });
+    let users = each(rule.user.as_ref(), &loc.key("user"), diags, |u| {
+        non_empty(u, "user")
+    });
+    let inbound_tags = each(
+        rule.inbound_tag.as_ref(),
+        &loc.key("inboundTag"),
+        diags,
+        |t| non_empty(t, "tag"),
+    );
+    if let Some(list) = &rule.inbound_tag {
+        for (i, tag) in list.items.iter().enumerate() {
+            if !tag.is_empty()
+                && !ctx.inbound_tags.contains(tag)
+                && !ctx.damage.may_hide_inbound(tag)
+            {
+                diags.push(item_loc(list, &loc.key("inboundTag"), i).warning(format!(
+                    "no inbound is tagged `{tag}`, so this condition never matches"
+                )));
+            }
+        }
+    }
+
+    // Conditions skiff cannot evaluate: an error each. Ignoring one would widen the rule.
+    let needs_sniffing = [
+        ("protocol", rule.protocol.is_some()),
+        ("attrs", rule.attrs.is_some()),
+    ];
+    for (key, present) in needs_sniffing {
+        if present {
+            diags.push(loc.key(key).error(format!(
+                "rule condition `{key}` needs sniffing, which this version of skiff does not perform yet"
+            )));
+        }
+    }
+    let unsupported = [
+        ("localIP", &rule.local_ip),
+        ("localPort", &rule.local_port),
+        ("vlessRoute", &rule.vless_route),
+        ("process", &rule.process),
+    ];
+    for (key, value) in unsupported {
+        if value.is_some() {
+            diags.push(loc.key(key).error(format!(
+                "rule condition `{key}` is not supported by this version of skiff yet"
+            )));
+        }
+    }
+
+    let has_condition = [
+        &rule.domain,
+        &rule.ip,
+        &rule.source,
+        &rule.source_ip,
+        &rule.user,
+        &rule.inbound_tag,
+        &rule.protocol,
+    ]
+    .iter()
+    .any(|l| l.as_ref().is_some_and(|l| !l.items.is_empty()))
+        || rule.port.is_some()
+        || rule.source_port.is_some()
+        || rule.network.is_some()
+        || unsupported.iter().any(|(_, v)| v.is_some())
+        || rule.attrs.is_some();
+    if !has_condition {
+        diags.push(loc.error(
+            "this rule has no condition (domain, ip, port, sourcePort, network, source, user or inboundTag)",
+        ));
+    }
+
+    if rule.balancer_tag.is_some() {
+        diags.push(
+            loc.key("balancerTag")
+                .error("balancerTag is not supported by this version of skiff yet (balancers are not implemented)"),
+        );
+    }
+    let outbound_tag = match rule.outbound_tag.as_deref().filter(|t| !t.is_empty()) {
+        Some(tag) if ctx.outbound_tags.contains(tag) || ctx.damage.may_hide_outbound(tag) => {
+            tag.to_owned()
+        }
+        Some(tag) => {
+            diags.push(
+                loc.key("outboundTag")
+                    .error(format!("no outbound is tagged `{tag}`")),
+            );
+            String::new()
+        }
+        None => {
+            if rule.balancer_tag.is_none() {
+                diags.push(
+                    loc.key("outboundTag")
+                        .error("missing `outboundTag`: a rule must name an outbound"),
+                );
+            }
+            String::new()
+        }
+    };
+
+    (error_count(diags) == before).then_some(RulePlan {
+        inbound_tags,
+        domains,
+        ips,
+        ports: dest_ports,
+        networks,
+        sources,
+        source_ports,
+        users,
+        outbound_tag,
+    })
+}
+
+fn item_loc(list: &StringList, loc: &Loc, i: usize) -> Loc {
+    if list.was_list {
+        loc.index(i)
+    } else {
+        loc.clone()
+    }
+}
+
+/// Parses every entry of a string list, reporting each bad entry at its own index.
+fn each<T>(
+    list: Option<&StringList>,
+    loc: &Loc,
+    diags: &mut Vec<Diagnostic>,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Vec<T> {
+    let mut out = Vec::new();
+    for (i, text) in list.iter().flat_map(|l| l.items.iter()).enumerate() {
+        match parse(text) {
+            Ok(v) => out.push(v),
+            Err(e) => {
+                if let Some(list) = list {
+                    diags.push(item_loc(list, loc, i).error(e));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `port` / `sourcePort`; rules may use port 0 (as in the common "0-65535").
+fn ports(spec: Option<&PortSpec>, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Vec<PortRange> {
+    match spec {
+        None => Vec::new(),
+        Some(spec) => spec.ranges(true).unwrap_or_else(|e| {
+            diags.push(loc.error(e));
+            Vec::new()
+        }),
+    }
+}
+
+fn non_empty(text: &str, what: &str) -> Result<String, String> {
+    if text.is_empty() {
+        Err(format!("empty {what}"))
+    } else {
+        Ok(text.to_owned())
+    }
+}
+
+fn not_yet(prefix: &str) -> String {
+    format!(
+        "`{prefix}` lists (geoip.dat/geosite.dat) are not supported by this version of skiff yet"
+    )
+}
+
+/// One entry of `domain`: `regexp:`, `domain:`, `full:`, `keyword:` or a plain keyword.
+/// Names are lowercased (DNS names are case-insensitive; the app lowercases what it matches);
+/// regular expressions are compiled here so a bad one is a config error at its path.
+pub fn domain_matcher(text: &str) -> Result<DomainMatcher, String> {
+    let text = text.trim();
+    for prefix in ["geosite:", "ext:", "ext-domain:"] {
+        if text.starts_with(prefix) {
+            return Err(not_yet(prefix));
+        }
+    }
+    if let Some(pattern) = text.strip_prefix("regexp:") {
+        if pattern.is_empty() {
+            return Err("empty regular expression".into());
+        }
+        return regex_lite::Regex::new(pattern)
+            .map(DomainMatcher::Regex)
+            .map_err(|e| format!("invalid regular expression `{pattern}`: {e}"));
+    }
+    let (make, name): (fn(String) -> DomainMatcher, &str) =
+        if let Some(d) = text.strip_prefix("domain:") {
+            (DomainMatcher::Suffix, d)
+        } else if let Some(d) = text.strip_prefix("full:") {
+            (DomainMatcher::Full, d)
+        } else if let Some(d) = text.strip_prefix("keyword:") {
+            (DomainMatcher::Keyword, d)
+        } else {
+            (DomainMatcher::Keyword, text)
+        };
+    if name.is_empty() {
+        return Err(format!("empty domain in `{text}`"));
+    }
+    Ok(make(name.to_ascii_lowercase()))
+}
+
+/// One entry of `ip` / `source`: an IP or CIDR block.
+pub fn cidr(text: &str) -> Result<Cidr, String> {
+    let text = text.trim();
+    for prefix in ["geoip:", "!geoip:", "ext:", "ext-ip:"] {
+        if text.starts_with(prefix) {
+            return Err(not_yet(prefix.trim_start_matches('!')));
+        }
+    }
+    Cidr::parse(text)
+}

@@ -1,0 +1,896 @@
+//! Build-step tests through the public entry point (one in-memory file each).
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use skiff_core::{Networks, PortRange};
+
+use crate::{
+    BlackholeResponse, Diagnostic, DomainMatcher, FreedomDomainStrategy, InboundProtocol, LogLevel,
+    LogTarget, OutboundProtocol, Plan, RoutingDomainStrategy, Severity, Source, load_sources,
+};
+
+fn load(text: &str) -> Result<(Plan, Vec<Diagnostic>), Vec<Diagnostic>> {
+    load_sources(&[Source {
+        name: "t.json".into(),
+        text: text.into(),
+    }])
+    .map(|l| (l.plan, l.warnings))
+}
+
+fn ok(text: &str) -> Plan {
+    match load(text) {
+        Ok((plan, warnings)) => {
+            assert!(warnings.is_empty(), "unexpected warnings: {warnings:#?}");
+            plan
+        }
+        Err(diags) => panic!("expected Ok, got {diags:#?}"),
+    }
+}
+
+/// The errors, as `(path, message)`.
+fn errors(text: &str) -> Vec<(String, String)> {
+    match load(text) {
+        Ok(_) => panic!("expected errors for {text}"),
+        Err(diags) => diags
+            .into_iter()
+            .filter(|d| d.severity == Severity::Error)
+            .map(|d| (d.path, d.message))
+            .collect(),
+    }
+}
+
+fn has_error(text: &str, path: &str, needle: &str) {
+    let errs = errors(text);
+    assert!(
+        errs.iter().any(|(p, m)| p == path && m.contains(needle)),
+        "no error at `{path}` containing `{needle}` in {errs:#?}"
+    );
+}
+
+fn inbound(settings: &str) -> String {
+    format!(r#"{{"inbounds": [{{"port": 1080, "protocol": {settings}}}]}}"#)
+}
+
+#[test]
+fn defaults() {
+    let plan = ok("{}");
+    assert_eq!(plan.log.level, LogLevel::Warning);
+    assert_eq!(plan.log.access, LogTarget::Stderr);
+    assert!(plan.inbounds.is_empty());
+    assert_eq!(plan.outbounds.len(), 1, "no outbounds → freedom \"direct\"");
+    assert_eq!(plan.outbounds[0].tag, "direct");
+    assert!(matches!(
+        plan.outbounds[0].protocol,
+        OutboundProtocol::Freedom(_)
+    ));
+    assert_eq!(plan.routing.domain_strategy, RoutingDomainStrategy::AsIs);
+    assert_eq!(plan.policy.level(0).handshake, Duration::from_secs(4));
+
+    let plan = ok(r#"{"inbounds": [{"port": 1, "protocol": "socks"}]}"#);
+    let ib = &plan.inbounds[0];
+    assert_eq!(ib.listen, "0.0.0.0".parse::<IpAddr>().unwrap());
+    assert_eq!(ib.tag, "");
+    let InboundProtocol::Socks(s) = &ib.protocol else {
+        panic!()
+    };
+    assert!(s.accounts.is_empty() && !s.udp && s.announce_ip.is_none() && s.user_level == 0);
+}
+
+#[test]
+fn the_default_config_loads() {
+    let plan = ok(crate::DEFAULT_CONFIG);
+    assert_eq!(plan.inbounds.len(), 2);
+    let socks = &plan.inbounds[0];
+    assert_eq!(
+        (socks.tag.as_str(), socks.ports.as_slice()),
+        ("socks-in", &[PortRange::single(10808)][..])
+    );
+    assert_eq!(socks.listen, "127.0.0.1".parse::<IpAddr>().unwrap());
+    let InboundProtocol::Socks(s) = &socks.protocol else {
+        panic!()
+    };
+    assert!(s.udp && s.accounts.is_empty());
+    assert!(matches!(
+        plan.inbounds[1].protocol,
+        InboundProtocol::Http(_)
+    ));
+    assert_eq!(plan.inbounds[1].ports, [PortRange::single(10809)]);
+    let tags: Vec<&str> = plan.outbounds.iter().map(|o| o.tag.as_str()).collect();
+    assert_eq!(tags, ["direct", "block"]);
+    assert!(plan.routing.rules.is_empty());
+}
+
+#[test]
+fn inbound_port_syntaxes() {
+    let plan = ok(r#"{"inbounds": [
+        {"port": "1000-1002", "protocol": "http", "tag": "a"},
+        {"port": "53,443, 8000-8001", "protocol": "http", "tag": "b", "listen": "::1"}
+    ]}"#);
+    assert_eq!(
+        plan.inbounds[0].ports,
+        [PortRange {
+            first: 1000,
+            last: 1002
+        }]
+    );
+    assert_eq!(plan.inbounds[1].ports.len(), 3);
+    assert_eq!(plan.inbounds[1].listen, "::1".parse::<IpAddr>().unwrap());
+    has_error(
+        &inbound("\"socks\"").replace("1080", "0"),
+        "inbounds[0].port",
+        "port 0",
+    );
+    has_error(
+        &inbound("\"socks\"").replace("1080", "65536"),
+        "inbounds[0].port",
+        "out of range",
+    );
+    has_error(
+        &inbound("\"socks\"").replace("1080", "\"9-8\""),
+        "inbounds[0].port",
+        "reversed",
+    );
+    has_error(
+        r#"{"inbounds": [{"protocol": "socks"}]}"#,
+        "inbounds[0].port",
+        "missing `port`",
+    );
+}
+
+#[test]
+fn listen_must_be_an_ip() {
+    has_error(
+        r#"{"inbounds": [{"port": 1, "protocol": "socks", "listen": "localhost"}]}"#,
+        "inbounds[0].listen",
+        "not an IP address",
+    );
+    has_error(
+        r#"{"inbounds": [{"port": 1, "protocol": "socks", "listen": "/run/x.sock"}]}"#,
+        "inbounds[0].listen",
+        "Unix socket",
+    );
+}
+
+#[test]
+fn protocol_names() {
+    has_error(
+        &inbound("\"vless\""),
+        "inbounds[0].protocol",
+        "protocol `vless` is not supported by this version of skiff yet",
+    );
+    has_error(
+        &inbound("\"foo\""),
+        "inbounds[0].protocol",
+        "unknown protocol `foo`",
+    );
+    has_error(
+        &inbound("\"freedom\""),
+        "inbounds[0].protocol",
+        "outbound protocol",
+    );
+    has_error(
+        r#"{"inbounds": [{"port": 1}]}"#,
+        "inbounds[0].protocol",
+        "missing `protocol`",
+    );
+    has_error(
+        r#"{"outbounds": [{"protocol": "vmess"}]}"#,
+        "outbounds[0].protocol",
+        "`vmess` is not supported",
+    );
+    has_error(
+        r#"{"outbounds": [{"protocol": "socks"}]}"#,
+        "outbounds[0].protocol",
+        "`socks` is not supported",
+    );
+    has_error(
+        r#"{"outbounds": [{"protocol": "tunnel"}]}"#,
+        "outbounds[0].protocol",
+        "inbound protocol",
+    );
+    // Xray lowercases protocol names.
+    ok(
+        r#"{"inbounds": [{"port": 1, "protocol": "SOCKS"}], "outbounds": [{"protocol": "Freedom"}]}"#,
+    );
+}
+
+#[test]
+fn socks_settings() {
+    let plan = ok(
+        r#"{"inbounds": [{"port": 1, "protocol": "socks", "settings": {
+        "auth": "password", "accounts": [{"user": "u", "pass": "p"}], "udp": true, "ip": "10.0.0.1", "userLevel": 2
+    }}]}"#,
+    );
+    let InboundProtocol::Socks(s) = &plan.inbounds[0].protocol else {
+        panic!()
+    };
+    assert_eq!(s.accounts.len(), 1);
+    assert_eq!(s.announce_ip, Some("10.0.0.1".parse().unwrap()));
+    assert_eq!(s.user_level, 2);
+    has_error(
+        &inbound(r#""socks", "settings": {"auth": "password"}"#),
+        "inbounds[0].settings.auth",
+        "no accounts",
+    );
+    has_error(
+        &inbound(r#""socks", "settings": {"auth": "password", "accounts": [{"user": "u"}]}"#),
+        "inbounds[0].settings.accounts[0].pass",
+        "missing `pass`",
+    );
+    has_error(
+        &inbound(r#""socks", "settings": {"auth": "weird"}"#),
+        "inbounds[0].settings.auth",
+        "unknown auth",
+    );
+    has_error(
+        &inbound(r#""socks", "settings": {"ip": "nope"}"#),
+        "inbounds[0].settings.ip",
+        "not an IP",
+    );
+    has_error(
+        &inbound(r#""socks", "settings": {"userLevel": -1}"#),
+        "inbounds[0].settings.userLevel",
+        "out of range",
+    );
+    has_error(
+        &inbound(r#""socks", "settings": {"udp": "yes"}"#),
+        "inbounds[0].settings.udp",
+        "invalid type",
+    );
+}
+
+#[test]
+fn http_settings_and_deprecated_timeout() {
+    let (plan, warnings) = load(&inbound(
+        r#""http", "settings": {"users": [{"user": "a", "pass": "b"}], "allowTransparent": true, "timeout": 30}"#,
+    ))
+    .unwrap();
+    let InboundProtocol::Http(h) = &plan.inbounds[0].protocol else {
+        panic!()
+    };
+    assert_eq!(h.accounts.len(), 1);
+    assert!(h.allow_transparent);
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(warnings[0].path, "inbounds[0].settings.timeout");
+    assert!(warnings[0].message.contains("deprecated"));
+}
+
+#[test]
+fn tunnel_settings() {
+    let plan = ok(&inbound(
+        r#""dokodemo-door", "settings": {"address": "127.0.0.1", "port": 5201, "network": "tcp,udp"}"#,
+    ));
+    let InboundProtocol::Tunnel(t) = &plan.inbounds[0].protocol else {
+        panic!()
+    };
+    assert_eq!((t.address.as_deref(), t.port), (Some("127.0.0.1"), 5201));
+    assert_eq!(
+        t.network,
+        Networks {
+            tcp: true,
+            udp: true
+        }
+    );
+    // New Xray names, and the alias.
+    let plan = ok(&inbound(
+        r#""tunnel", "settings": {"rewriteAddress": "example.com", "rewritePort": 53, "allowedNetwork": ["udp"]}"#,
+    ));
+    let InboundProtocol::Tunnel(t) = &plan.inbounds[0].protocol else {
+        panic!()
+    };
+    assert_eq!(
+        (t.address.as_deref(), t.port, t.network.udp, t.network.tcp),
+        (Some("example.com"), 53, true, false)
+    );
+    let plan = ok(&inbound(
+        r#""dokodemo-door", "settings": {"followRedirect": true}"#,
+    ));
+    let InboundProtocol::Tunnel(t) = &plan.inbounds[0].protocol else {
+        panic!()
+    };
+    assert_eq!(
+        (t.address.as_deref(), t.port, t.follow_redirect),
+        (None, 0, true)
+    );
+    has_error(
+        &inbound(r#""dokodemo-door", "settings": {"port": 1}"#),
+        "inbounds[0].settings.address",
+        "missing `address`",
+    );
+    has_error(
+        &inbound(r#""dokodemo-door", "settings": {"address": "a.b"}"#),
+        "inbounds[0].settings.port",
+        "missing `port`",
+    );
+    has_error(
+        &inbound(r#""dokodemo-door""#),
+        "inbounds[0].settings.address",
+        "missing `address`",
+    );
+    has_error(
+        &inbound(
+            r#""dokodemo-door", "settings": {"address": "a.b", "port": 1, "network": "sctp"}"#,
+        ),
+        "inbounds[0].settings.network",
+        "unknown network",
+    );
+    has_error(
+        &inbound(
+            r#""dokodemo-door", "settings": {"address": "a.b", "port": 1, "portMap": {"1": ":2"}}"#,
+        ),
+        "inbounds[0].settings.portMap",
+        "not supported",
+    );
+}
+
+#[test]
+fn freedom_and_blackhole_settings() {
+    let plan = ok(r#"{"outbounds": [
+        {"tag": "a", "protocol": "freedom", "settings": {"domainStrategy": "UseIPv4v6", "redirect": ":8443",
+            "finalRules": [{"action": "allow", "ip": ["geoip:private", "10.0.0.0/8"]}], "proxyProtocol": 0}},
+        {"tag": "b", "protocol": "freedom", "settings": {"domainStrategy": "UseIPv6"}},
+        {"tag": "c", "protocol": "blackhole", "settings": {"response": {"type": "http"}}}
+    ]}"#);
+    let OutboundProtocol::Freedom(a) = &plan.outbounds[0].protocol else {
+        panic!()
+    };
+    assert_eq!(a.domain_strategy, FreedomDomainStrategy::UseIp);
+    assert_eq!(a.redirect, Some((String::new(), 8443)));
+    let OutboundProtocol::Freedom(b) = &plan.outbounds[1].protocol else {
+        panic!()
+    };
+    assert_eq!(b.domain_strategy, FreedomDomainStrategy::UseIpv6);
+    let OutboundProtocol::Blackhole(c) = &plan.outbounds[2].protocol else {
+        panic!()
+    };
+    assert_eq!(c.response, BlackholeResponse::Http);
+
+    let freedom =
+        |s: &str| format!(r#"{{"outbounds": [{{"protocol": "freedom", "settings": {s}}}]}}"#);
+    has_error(
+        &freedom(r#"{"finalRules": [{"action": "block", "port": 25}]}"#),
+        "outbounds[0].settings.finalRules[0].action",
+        "not supported",
+    );
+    has_error(
+        &freedom(r#"{"fragment": {"packets": "tlshello"}}"#),
+        "outbounds[0].settings.fragment",
+        "not supported",
+    );
+    has_error(
+        &freedom(r#"{"noises": []}"#),
+        "outbounds[0].settings.noises",
+        "not supported",
+    );
+    has_error(
+        &freedom(r#"{"proxyProtocol": 2}"#),
+        "outbounds[0].settings.proxyProtocol",
+        "not supported",
+    );
+    has_error(
+        &freedom(r#"{"domainStrategy": "ForceIP"}"#),
+        "outbounds[0].settings.domainStrategy",
+        "not supported",
+    );
+    has_error(
+        &freedom(r#"{"domainStrategy": "Sometimes"}"#),
+        "outbounds[0].settings.domainStrategy",
+        "unknown",
+    );
+    has_error(
+        &freedom(r#"{"redirect": "nope"}"#),
+        "outbounds[0].settings.redirect",
+        "host:port",
+    );
+    has_error(
+        r#"{"outbounds": [{"protocol": "blackhole", "settings": {"response": {"type": "teapot"}}}]}"#,
+        "outbounds[0].settings.response.type",
+        "unknown response type",
+    );
+}
+
+#[test]
+fn stream_settings() {
+    let with_stream = |s: &str| {
+        format!(r#"{{"inbounds": [{{"port": 1, "protocol": "socks", "streamSettings": {s}}}]}}"#)
+    };
+    ok(&with_stream(
+        r#"{"network": "raw", "security": "none", "wsSettings": {"path": "/unused"}}"#,
+    ));
+    ok(&with_stream(
+        r#"{"network": "tcp", "tcpSettings": {"header": {"type": "none"}}}"#,
+    ));
+    for net in [
+        "ws",
+        "kcp",
+        "mkcp",
+        "grpc",
+        "httpupgrade",
+        "xhttp",
+        "splithttp",
+        "h2",
+        "http",
+        "quic",
+        "domainsocket",
+    ] {
+        has_error(
+            &with_stream(&format!(r#"{{"network": "{net}"}}"#)),
+            "inbounds[0].streamSettings.network",
+            &format!("transport `{net}` is not supported"),
+        );
+    }
+    has_error(
+        &with_stream(r#"{"network": "carrier-pigeon"}"#),
+        "inbounds[0].streamSettings.network",
+        "unknown transport",
+    );
+    has_error(
+        &with_stream(r#"{"security": "tls"}"#),
+        "inbounds[0].streamSettings.security",
+        "`tls` is not supported",
+    );
+    has_error(
+        &with_stream(r#"{"security": "reality"}"#),
+        "inbounds[0].streamSettings.security",
+        "`reality`",
+    );
+    has_error(
+        &with_stream(r#"{"rawSettings": {"header": {"type": "http"}}}"#),
+        "inbounds[0].streamSettings.rawSettings.header.type",
+        "not supported",
+    );
+    has_error(
+        &with_stream(r#"{"sockopt": {"dialerProxy": "x"}}"#),
+        "inbounds[0].streamSettings.sockopt.dialerProxy",
+        "proxySettings",
+    );
+    let (_, warnings) = load(&with_stream(
+        r#"{"sockopt": {"tcpFastOpen": true, "mark": 0}}"#,
+    ))
+    .unwrap();
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(
+        warnings[0].path,
+        "inbounds[0].streamSettings.sockopt.tcpFastOpen"
+    );
+}
+
+#[test]
+fn inbound_extras() {
+    let (plan, warnings) = load(r#"{"inbounds": [{"port": 1, "protocol": "socks",
+        "sniffing": {"enabled": true, "destOverride": ["http", "tls"]}, "allocate": {"strategy": "always"}}]}"#)
+    .unwrap();
+    assert!(plan.inbounds[0].sniffing);
+    assert_eq!(warnings.len(), 1);
+    assert!(
+        warnings[0]
+            .message
+            .contains("sniffing is accepted but not performed yet")
+    );
+    has_error(
+        r#"{"inbounds": [{"port": 1, "protocol": "socks", "allocate": {"strategy": "random"}}]}"#,
+        "inbounds[0].allocate.strategy",
+        "not supported",
+    );
+}
+
+#[test]
+fn outbound_extras() {
+    has_error(
+        r#"{"outbounds": [{"protocol": "freedom", "mux": {"enabled": true}}]}"#,
+        "outbounds[0].mux.enabled",
+        "mux",
+    );
+    ok(r#"{"outbounds": [{"protocol": "freedom", "mux": {"enabled": false, "concurrency": 8}}]}"#);
+    has_error(
+        r#"{"outbounds": [{"protocol": "freedom", "sendThrough": "10.0.0.2"}]}"#,
+        "outbounds[0].sendThrough",
+        "sendThrough",
+    );
+}
+
+#[test]
+fn duplicate_tags() {
+    has_error(
+        r#"{"inbounds": [{"tag": "a", "port": 1, "protocol": "socks"}, {"tag": "a", "port": 2, "protocol": "socks"}]}"#,
+        "inbounds[1].tag",
+        "duplicate inbound tag `a`",
+    );
+    has_error(
+        r#"{"outbounds": [{"tag": "a", "protocol": "freedom"}, {"tag": "a", "protocol": "blackhole"}]}"#,
+        "outbounds[1].tag",
+        "duplicate outbound tag `a`",
+    );
+    // Untagged items may repeat.
+    ok(
+        r#"{"inbounds": [{"port": 1, "protocol": "socks"}, {"port": 2, "protocol": "http"}],
+           "outbounds": [{"protocol": "freedom"}, {"protocol": "blackhole"}]}"#,
+    );
+}
+
+#[test]
+fn proxy_chains() {
+    let plan = ok(r#"{"outbounds": [
+        {"tag": "a", "protocol": "freedom", "proxySettings": {"tag": "b"}},
+        {"tag": "b", "protocol": "freedom"}
+    ]}"#);
+    assert_eq!(plan.outbounds[0].via.as_deref(), Some("b"));
+    has_error(
+        r#"{"outbounds": [{"tag": "a", "protocol": "freedom", "proxySettings": {"tag": "zz"}}]}"#,
+        "outbounds[0].proxySettings.tag",
+        "no outbound is tagged `zz`",
+    );
+    has_error(
+        r#"{"outbounds": [{"tag": "a", "protocol": "freedom", "proxySettings": {}}]}"#,
+        "outbounds[0].proxySettings.tag",
+        "missing `tag`",
+    );
+    has_error(
+        r#"{"outbounds": [{"tag": "a", "protocol": "freedom", "proxySettings": {"tag": "a"}}]}"#,
+        "outbounds[0].proxySettings.tag",
+        "cycle: a → a",
+    );
+    let text = r#"{"outbounds": [
+        {"tag": "x", "protocol": "freedom", "proxySettings": {"tag": "a"}},
+        {"tag": "a", "protocol": "freedom", "proxySettings": {"tag": "b"}},
+        {"tag": "b", "protocol": "freedom", "proxySettings": {"tag": "c"}},
+        {"tag": "c", "protocol": "freedom", "proxySettings": {"tag": "a"}}
+    ]}"#;
+    let errs = errors(text);
+    assert_eq!(errs.len(), 3, "each cycle member once, not x: {errs:#?}");
+    assert!(
+        errs.iter()
+            .any(|(p, m)| p == "outbounds[1].proxySettings.tag" && m.contains("a → b → c → a"))
+    );
+}
+
+#[test]
+fn each_domain_matcher_kind() {
+    let plan = ok(r#"{"routing": {"rules": [{"domain": [
+        "Example", "keyword:ads", "full:WWW.example.com", "domain:example.org", "regexp:^cdn[0-9]+\\.net$"
+    ], "outboundTag": "direct"}]}}"#);
+    let d = &plan.routing.rules[0].domains;
+    assert!(matches!(&d[0], DomainMatcher::Keyword(k) if k == "example"));
+    assert!(matches!(&d[1], DomainMatcher::Keyword(k) if k == "ads"));
+    assert!(matches!(&d[2], DomainMatcher::Full(k) if k == "www.example.com"));
+    assert!(matches!(&d[3], DomainMatcher::Suffix(k) if k == "example.org"));
+    assert!(
+        matches!(&d[4], DomainMatcher::Regex(r) if r.is_match("cdn12.net") && !r.is_match("cdn.net"))
+    );
+    let rule = |d: &str| {
+        format!(r#"{{"routing": {{"rules": [{{"domain": {d}, "outboundTag": "direct"}}]}}}}"#)
+    };
+    has_error(
+        &rule(r#"["ok.com", "regexp:(unclosed"]"#),
+        "routing.rules[0].domain[1]",
+        "invalid regular expression",
+    );
+    has_error(
+        &rule(r#""geosite:cn""#),
+        "routing.rules[0].domain",
+        "not supported",
+    );
+    has_error(
+        &rule(r#"["ext:my.dat:tag"]"#),
+        "routing.rules[0].domain[0]",
+        "not supported",
+    );
+    has_error(
+        &rule(r#"["full:"]"#),
+        "routing.rules[0].domain[0]",
+        "empty domain",
+    );
+}
+
+#[test]
+fn rule_conditions() {
+    let plan = ok(r#"{
+      "inbounds": [{"tag": "in", "port": 1, "protocol": "socks"}],
+      "outbounds": [{"tag": "direct", "protocol": "freedom"}, {"tag": "block", "protocol": "blackhole"}],
+      "routing": {"domainStrategy": "IPIfNonMatch", "domainMatcher": "hybrid", "rules": [
+        {"type": "field", "inboundTag": ["in"], "ip": ["10.0.0.0/8", "::1", "fc00::/7"], "outboundTag": "block"},
+        {"port": 53, "network": "udp", "outboundTag": "direct", "ruleTag": "dns"},
+        {"port": "80,443,1000-2000", "sourcePort": "0-65535", "source": "192.168.0.0/16", "user": ["a@b"], "outboundTag": "direct"},
+        {"network": ["tcp", "udp"], "sourceIP": ["127.0.0.1"], "outboundTag": "direct"}
+      ]}}"#);
+    assert_eq!(
+        plan.routing.domain_strategy,
+        RoutingDomainStrategy::IpIfNonMatch
+    );
+    let r = &plan.routing.rules;
+    assert_eq!(r[0].inbound_tags, ["in"]);
+    assert_eq!(r[0].ips.len(), 3);
+    assert_eq!(r[0].outbound_tag, "block");
+    assert_eq!(r[1].ports, [PortRange::single(53)]);
+    assert_eq!(
+        r[1].networks,
+        Some(Networks {
+            tcp: false,
+            udp: true
+        })
+    );
+    assert_eq!(r[2].ports.len(), 3);
+    assert_eq!(
+        r[2].source_ports,
+        [PortRange {
+            first: 0,
+            last: 65535
+        }]
+    );
+    assert_eq!(r[2].sources.len(), 1);
+    assert_eq!(r[2].users, ["a@b"]);
+    assert_eq!(
+        r[3].networks,
+        Some(Networks {
+            tcp: true,
+            udp: true
+        })
+    );
+    assert_eq!(r[3].sources.len(), 1);
+}
+
+#[test]
+fn rule_errors() {
+    let rule = |r: &str| format!(r#"{{"routing": {{"rules": [{r}]}}}}"#);
+    has_error(
+        &rule(r#"{"ip": ["10.0.0.0/33"], "outboundTag": "direct"}"#),
+        "routing.rules[0].ip[0]",
+        "prefix length",
+    );
+    has_error(
+        &rule(r#"{"ip": ["geoip:cn"], "outboundTag": "direct"}"#),
+        "routing.rules[0].ip[0]",
+        "not supported",
+    );
+    has_error(
+        &rule(r#"{"source": ["nope"], "outboundTag": "direct"}"#),
+        "routing.rules[0].source[0]",
+        "not an IP",
+    );
+    has_error(
+        &rule(r#"{"port": "10-", "outboundTag": "direct"}"#),
+        "routing.rules[0].port",
+        "not a port",
+    );
+    has_error(
+        &rule(r#"{"port": 1, "outboundTag": "proxy"}"#),
+        "routing.rules[0].outboundTag",
+        "no outbound is tagged `proxy`",
+    );
+    has_error(
+        &rule(r#"{"port": 1}"#),
+        "routing.rules[0].outboundTag",
+        "missing `outboundTag`",
+    );
+    has_error(
+        &rule(r#"{"outboundTag": "direct"}"#),
+        "routing.rules[0]",
+        "no condition",
+    );
+    has_error(
+        &rule(r#"{"domain": [], "outboundTag": "direct"}"#),
+        "routing.rules[0]",
+        "no condition",
+    );
+    has_error(
+        &rule(r#"{"protocol": ["bittorrent"], "outboundTag": "direct"}"#),
+        "routing.rules[0].protocol",
+        "sniffing",
+    );
+    has_error(
+        &rule(r#"{"attrs": {":method": "GET"}, "outboundTag": "direct"}"#),
+        "routing.rules[0].attrs",
+        "sniffing",
+    );
+    has_error(
+        &rule(r#"{"port": 1, "balancerTag": "b"}"#),
+        "routing.rules[0].balancerTag",
+        "not supported",
+    );
+    has_error(
+        &rule(r#"{"type": "chinasites", "port": 1, "outboundTag": "direct"}"#),
+        "routing.rules[0].type",
+        "unknown rule type",
+    );
+    has_error(
+        &rule(r#"{"port": 1, "localPort": 2, "outboundTag": "direct"}"#),
+        "routing.rules[0].localPort",
+        "not supported",
+    );
+    has_error(&rule("5"), "routing.rules[0]", "expected a rule object");
+    has_error(
+        r#"{"routing": {"balancers": [{"tag": "b", "selector": ["a"]}]}}"#,
+        "routing.balancers",
+        "balancers are not supported",
+    );
+    has_error(
+        r#"{"routing": {"domainStrategy": "Never"}}"#,
+        "routing.domainStrategy",
+        "unknown domainStrategy",
+    );
+}
+
+#[test]
+fn many_errors_in_one_run() {
+    let text = r#"{
+      "inbounds": [
+        {"tag": "a", "port": 0, "protocol": "socks"},
+        {"tag": "a", "port": 1, "protocol": "vmess"}
+      ],
+      "routing": {"rules": [
+        {"ip": ["1.2.3.4/99"], "outboundTag": "direct"},
+        {"port": 1, "outboundTag": "nowhere"}
+      ]}
+    }"#;
+    let errs = errors(text);
+    let paths: Vec<&str> = errs.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "inbounds[0].port",
+            "inbounds[1].tag",
+            "inbounds[1].protocol",
+            "routing.rules[0].ip[0]",
+            "routing.rules[1].outboundTag"
+        ]
+    );
+}
+
+#[test]
+fn type_errors_do_not_hide_later_checks() {
+    let errs = errors(
+        r#"{"inbounds": [{"port": true, "protocol": "socks"}],
+            "routing": {"rules": [{"ip": ["1.2.3.4/99"], "outboundTag": "direct"}, {"port": 1, "outboundTag": ""}]}}"#,
+    );
+    let paths: Vec<&str> = errs.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "inbounds[0].port",
+            "routing.rules[0].ip[0]",
+            "routing.rules[1].outboundTag"
+        ]
+    );
+}
+
+#[test]
+fn rules_reach_outbounds_that_failed_without_echo_errors() {
+    // The vless outbound is an error of its own; the rule naming it must not add a second one.
+    let errs = errors(
+        r#"{"outbounds": [{"tag": "p", "protocol": "vless"}, {"tag": "q", "protocol": "freedom", "settings": 5}],
+            "routing": {"rules": [{"port": 1, "outboundTag": "p"}, {"port": 2, "outboundTag": "q"}]}}"#,
+    );
+    assert_eq!(errs.len(), 2, "{errs:#?}");
+}
+
+#[test]
+fn broken_sections_do_not_echo() {
+    // `outbounds` is not an array: rules naming any outbound must not add errors, and no
+    // default outbound is invented.
+    let diags = load(r#"{"outbounds": {"tag": "proxy"}, "routing": {"rules": [{"port": 1, "outboundTag": "proxy"}]}}"#)
+        .unwrap_err();
+    assert_eq!(diags.len(), 1, "{diags:#?}");
+    assert_eq!(diags[0].path, "outbounds");
+    // A broken inbound: a rule selecting it by tag gets no "no inbound is tagged" warning.
+    let diags = load(
+        r#"{"inbounds": [{"tag": "in", "port": "x-y-z", "protocol": 5}],
+        "routing": {"rules": [{"inboundTag": ["in"], "outboundTag": "direct"}]}}"#,
+    )
+    .unwrap_err();
+    assert_eq!(diags.len(), 1, "{diags:#?}");
+    assert_eq!(diags[0].path, "inbounds[0].protocol");
+}
+
+#[test]
+fn inbound_tag_typo_warns() {
+    let (_, warnings) = load(
+        r#"{"inbounds": [{"tag": "socks-in", "port": 1, "protocol": "socks"}],
+        "routing": {"rules": [{"inboundTag": ["sock-in"], "outboundTag": "direct"}]}}"#,
+    )
+    .unwrap();
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(warnings[0].path, "routing.rules[0].inboundTag[0]");
+}
+
+#[test]
+fn policy_levels() {
+    let plan = ok(
+        r#"{"policy": {"levels": {"0": {"connIdle": 600, "uplinkOnly": 0}, "3": {"handshake": 10, "statsUserUplink": true}},
+        "system": {"statsInboundUplink": true}}, "stats": {}}"#,
+    );
+    let l0 = plan.policy.level(0);
+    assert_eq!(
+        (l0.conn_idle, l0.uplink_only, l0.handshake),
+        (
+            Duration::from_secs(600),
+            Duration::ZERO,
+            Duration::from_secs(4)
+        )
+    );
+    let l3 = plan.policy.level(3);
+    assert!(l3.stats_user_uplink);
+    assert_eq!(l3.handshake, Duration::from_secs(10));
+    assert_eq!(plan.policy.level(7), Default::default());
+    assert!(plan.policy.system.stats_inbound_uplink);
+    has_error(
+        r#"{"policy": {"levels": {"0": {"connIdle": -5}}}}"#,
+        "policy.levels.0.connIdle",
+        "must not be negative",
+    );
+    has_error(
+        r#"{"policy": {"levels": {"x": {}}}}"#,
+        "policy.levels.x",
+        "not a level number",
+    );
+    has_error(
+        r#"{"policy": {"levels": {"0": {"handshake": 1.5}}}}"#,
+        "policy.levels.0.handshake",
+        "invalid type",
+    );
+}
+
+#[test]
+fn log_settings() {
+    let plan = ok(
+        r#"{"log": {"loglevel": "Debug", "access": "none", "error": "/var/log/skiff.log", "dnsLog": false}}"#,
+    );
+    assert_eq!(plan.log.level, LogLevel::Debug);
+    assert_eq!(plan.log.access, LogTarget::Off);
+    assert_eq!(plan.log.error, LogTarget::File("/var/log/skiff.log".into()));
+    has_error(
+        r#"{"log": {"loglevel": "loud"}}"#,
+        "log.loglevel",
+        "unknown loglevel",
+    );
+}
+
+#[test]
+fn unknown_keys_warn_with_full_path() {
+    let (_, warnings) = load(r#"{"inbounds": [{"port": 1, "protocol": "socks", "settings": {"udpp": true,
+        "accounts": [{"user": "a", "pass": "b", "email": "x"}]}}], "routing": {"rules": [{"port": 1, "outboundTag": "direct", "ouboundTag": "x"}]}}"#)
+    .unwrap();
+    let paths: Vec<&str> = warnings.iter().map(|w| w.path.as_str()).collect();
+    assert!(paths.contains(&"inbounds[0].settings.udpp"), "{paths:?}");
+    assert!(
+        paths.contains(&"inbounds[0].settings.accounts[0].email"),
+        "{paths:?}"
+    );
+    assert!(paths.contains(&"routing.rules[0].ouboundTag"), "{paths:?}");
+}
+
+#[test]
+fn summary_is_readable_and_hides_passwords() {
+    let plan = ok(r#"{
+      "inbounds": [
+        {"tag": "s", "listen": "127.0.0.1", "port": 1080, "protocol": "socks",
+         "settings": {"auth": "password", "accounts": [{"user": "alice", "pass": "s3cret-pw"}], "udp": true}},
+        {"tag": "fwd", "listen": "::", "port": "5201", "protocol": "dokodemo-door",
+         "settings": {"address": "127.0.0.1", "port": 5201, "network": "tcp,udp"}}
+      ],
+      "outbounds": [{"tag": "direct", "protocol": "freedom"}, {"tag": "block", "protocol": "blackhole"}],
+      "routing": {"rules": [{"domain": ["domain:ads.example"], "port": "80,443", "outboundTag": "block"}]},
+      "policy": {"levels": {"0": {"connIdle": 60}}}
+    }"#);
+    let text = plan.to_string();
+    assert!(!text.contains("s3cret-pw"), "{text}");
+    assert!(
+        text.contains(
+            "inbound \"s\": socks on 127.0.0.1:1080, password auth, 1 account (alice), udp on"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("inbound \"fwd\": dokodemo-door on [::]:5201, to 127.0.0.1:5201, tcp,udp"),
+        "{text}"
+    );
+    assert!(
+        text.contains("outbound \"direct\": freedom (default route)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rule 1: domain domain:ads.example; port 80,443 → \"block\""),
+        "{text}"
+    );
+    assert!(text.contains("policy level 0: connIdle 60s"), "{text}");
+}

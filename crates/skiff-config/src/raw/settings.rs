@@ -1,0 +1,88 @@
+//! Serde mirrors of each supported protocol's `settings` object. They are decoded only once
+//! the protocol name is known, starting from the raw `settings` value and keeping its path as
+//! prefix, so a type error reads `inbounds[0].settings.udp`, not just `udp`.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::values::{PortSpec, StringList};
+
+/// A user of socks/http password authentication.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RawAccount {
+    pub user: Option<String>,
+    pub pass: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SocksSettings {
+    pub auth: Option<String>,
+    pub accounts: Option<Vec<RawAccount>>,
+    /// Newer Xray documents the same list as `users`; both are read.
+    pub users: Option<Vec<RawAccount>>,
+    pub udp: Option<bool>,
+    pub ip: Option<String>,
+    pub user_level: Option<i64>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HttpSettings {
+    pub accounts: Option<Vec<RawAccount>>,
+    pub users: Option<Vec<RawAccount>>,
+    pub allow_transparent: Option<bool>,
+    pub user_level: Option<i64>,
+    /// Deprecated in Xray (policy `connIdle` replaces it): accepted with a warning.
+    pub timeout: Option<Value>,
+}
+
+/// dokodemo-door / tunnel. Xray reads both the old names (`address`, `port`, `network`) and
+/// the new ones (`rewriteAddress`, `rewritePort`, `allowedNetwork`); the old ones win when
+/// both are present, as in Xray.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TunnelSettings {
+    pub address: Option<String>,
+    pub rewrite_address: Option<String>,
+    pub port: Option<i64>,
+    pub rewrite_port: Option<i64>,
+    pub network: Option<StringList>,
+    pub allowed_network: Option<StringList>,
+    pub port_map: Option<Value>,
+    pub follow_redirect: Option<bool>,
+    pub user_level: Option<i64>,
+    pub timeout: Option<Value>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FreedomSettings {
+    pub domain_strategy: Option<String>,
+    pub redirect: Option<String>,
+    /// Accepted; the freedom plan has no level of its own (the inbound's level applies).
+    pub user_level: Option<i64>,
+    pub fragment: Option<Value>,
+    pub noises: Option<Value>,
+    pub proxy_protocol: Option<i64>,
+    pub final_rules: Option<Vec<RawFinalRule>>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RawFinalRule {
+    pub action: Option<String>,
+    pub network: Option<StringList>,
+    pub port: Option<PortSpec>,
+    pub ip: Option<StringList>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct BlackholeSettings {
+    pub response: Option<RawResponse>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RawResponse {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+}

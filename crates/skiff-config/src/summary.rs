@@ -1,0 +1,333 @@
+//! `Display for Plan`: the readable summary `skiff check` prints. One line per inbound,
+//! outbound and rule, then the policy levels that differ from the defaults. Passwords are
+//! never printed (only how many accounts there are and their user names).
+
+use std::fmt::{self, Display, Formatter};
+use std::net::IpAddr;
+
+use skiff_core::{Networks, PortRange};
+
+use crate::plan::{
+    Account, BlackholeResponse, DomainMatcher, FreedomDomainStrategy, InboundPlan, InboundProtocol,
+    LevelPolicy, LogLevel, LogTarget, OutboundPlan, OutboundProtocol, Plan, RoutingDomainStrategy,
+    RulePlan,
+};
+
+impl Display for Plan {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "log: level {}, access log {}, error log {}",
+            level_name(self.log.level),
+            Target(&self.log.access),
+            Target(&self.log.error)
+        )?;
+        for inbound in &self.inbounds {
+            writeln!(f, "{}", Inbound(inbound))?;
+        }
+        for (i, outbound) in self.outbounds.iter().enumerate() {
+            write!(f, "{}", Outbound(outbound))?;
+            if i == 0 {
+                f.write_str(" (default route)")?;
+            }
+            writeln!(f)?;
+        }
+        let strategy = match self.routing.domain_strategy {
+            RoutingDomainStrategy::AsIs => "AsIs",
+            RoutingDomainStrategy::IpIfNonMatch => "IPIfNonMatch",
+            RoutingDomainStrategy::IpOnDemand => "IPOnDemand",
+        };
+        let default = self
+            .outbounds
+            .first()
+            .map(|o| o.tag.as_str())
+            .unwrap_or_default();
+        match self.routing.rules.len() {
+            0 => writeln!(
+                f,
+                "routing: domainStrategy {strategy}, no rules: everything goes to \"{default}\""
+            )?,
+            n => writeln!(
+                f,
+                "routing: domainStrategy {strategy}, {n} rule(s), unmatched traffic goes to \"{default}\""
+            )?,
+        }
+        for (i, rule) in self.routing.rules.iter().enumerate() {
+            writeln!(f, "  rule {}: {}", i + 1, Rule(rule))?;
+        }
+        let mut levels: Vec<(&u32, &LevelPolicy)> = self.policy.levels.iter().collect();
+        levels.sort_by_key(|(n, _)| **n);
+        for (n, level) in levels {
+            let changes = level_changes(level);
+            if !changes.is_empty() {
+                writeln!(f, "policy level {n}: {}", changes.join(", "))?;
+            }
+        }
+        let s = &self.policy.system;
+        let stats: Vec<&str> = [
+            (s.stats_inbound_uplink, "inbound uplink"),
+            (s.stats_inbound_downlink, "inbound downlink"),
+            (s.stats_outbound_uplink, "outbound uplink"),
+            (s.stats_outbound_downlink, "outbound downlink"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
+        if !stats.is_empty() {
+            writeln!(f, "policy system stats: {}", stats.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+fn level_name(level: LogLevel) -> &'static str {
+    match level {
+        LogLevel::Debug => "debug",
+        LogLevel::Info => "info",
+        LogLevel::Warning => "warning",
+        LogLevel::Error => "error",
+        LogLevel::None => "none",
+    }
+}
+
+struct Target<'a>(&'a LogTarget);
+
+impl Display for Target<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            LogTarget::Stderr => f.write_str("stderr"),
+            LogTarget::Off => f.write_str("off"),
+            LogTarget::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+fn tag_name(tag: &str) -> String {
+    if tag.is_empty() {
+        "(untagged)".to_owned()
+    } else {
+        format!("\"{tag}\"")
+    }
+}
+
+fn networks(n: Networks) -> &'static str {
+    match (n.tcp, n.udp) {
+        (true, true) => "tcp,udp",
+        (false, true) => "udp",
+        _ => "tcp",
+    }
+}
+
+fn ports(ranges: &[PortRange]) -> String {
+    ranges
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn host(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => format!("[{v6}]"),
+    }
+}
+
+/// "2 accounts (alice, bob)": user names only, never passwords.
+fn accounts(list: &[Account]) -> String {
+    let names: Vec<&str> = list.iter().map(|a| a.user.as_str()).collect();
+    let noun = if list.len() == 1 {
+        "account"
+    } else {
+        "accounts"
+    };
+    format!("{} {noun} ({})", list.len(), names.join(", "))
+}
+
+struct Inbound<'a>(&'a InboundPlan);
+
+impl Display for Inbound<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let ib = self.0;
+        let (name, mut notes) = match &ib.protocol {
+            InboundProtocol::Socks(s) => {
+                let mut notes = vec![if s.accounts.is_empty() {
+                    "no auth".to_owned()
+                } else {
+                    format!("password auth, {}", accounts(&s.accounts))
+                }];
+                notes.push(if s.udp {
+                    "udp on".into()
+                } else {
+                    "udp off".into()
+                });
+                if let Some(ip) = s.announce_ip {
+                    notes.push(format!("announces {ip} for udp"));
+                }
+                if s.user_level != 0 {
+                    notes.push(format!("level {}", s.user_level));
+                }
+                ("socks", notes)
+            }
+            InboundProtocol::Http(h) => {
+                let mut notes = vec![if h.accounts.is_empty() {
+                    "no auth".to_owned()
+                } else {
+                    format!("basic auth, {}", accounts(&h.accounts))
+                }];
+                if h.allow_transparent {
+                    notes.push("transparent requests allowed".into());
+                }
+                if h.user_level != 0 {
+                    notes.push(format!("level {}", h.user_level));
+                }
+                ("http", notes)
+            }
+            InboundProtocol::Tunnel(t) => {
+                let mut notes = vec![match &t.address {
+                    Some(a) if a.contains(':') => format!("to [{a}]:{}", t.port),
+                    Some(a) => format!("to {a}:{}", t.port),
+                    None => "to the original destination (followRedirect)".into(),
+                }];
+                if t.follow_redirect && t.address.is_some() {
+                    notes.push("followRedirect".into());
+                }
+                notes.push(networks(t.network).to_owned());
+                if t.user_level != 0 {
+                    notes.push(format!("level {}", t.user_level));
+                }
+                ("dokodemo-door", notes)
+            }
+        };
+        if ib.sniffing {
+            notes.push("sniffing requested (not performed yet)".into());
+        }
+        write!(
+            f,
+            "inbound {}: {name} on {}:{}, {}",
+            tag_name(&ib.tag),
+            host(ib.listen),
+            ports(&ib.ports),
+            notes.join(", ")
+        )
+    }
+}
+
+struct Outbound<'a>(&'a OutboundPlan);
+
+impl Display for Outbound<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let ob = self.0;
+        write!(f, "outbound {}: ", tag_name(&ob.tag))?;
+        match &ob.protocol {
+            OutboundProtocol::Freedom(fr) => {
+                f.write_str("freedom")?;
+                match fr.domain_strategy {
+                    FreedomDomainStrategy::AsIs => {}
+                    FreedomDomainStrategy::UseIp => f.write_str(", domainStrategy UseIP")?,
+                    FreedomDomainStrategy::UseIpv4 => f.write_str(", domainStrategy UseIPv4")?,
+                    FreedomDomainStrategy::UseIpv6 => f.write_str(", domainStrategy UseIPv6")?,
+                }
+                if let Some((h, p)) = &fr.redirect {
+                    let h = if h.is_empty() {
+                        "(original host)"
+                    } else {
+                        h.as_str()
+                    };
+                    let p = if *p == 0 {
+                        "(original port)".to_owned()
+                    } else {
+                        p.to_string()
+                    };
+                    write!(f, ", redirect to {h}:{p}")?;
+                }
+            }
+            OutboundProtocol::Blackhole(b) => {
+                f.write_str("blackhole")?;
+                if b.response == BlackholeResponse::Http {
+                    f.write_str(", answers HTTP 403")?;
+                }
+            }
+        }
+        if let Some(via) = &ob.via {
+            write!(f, ", via \"{via}\"")?;
+        }
+        Ok(())
+    }
+}
+
+struct Rule<'a>(&'a RulePlan);
+
+impl Display for Rule<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let r = self.0;
+        let mut parts = Vec::new();
+        let list = |items: Vec<String>| items.join(" ");
+        if !r.inbound_tags.is_empty() {
+            parts.push(format!("inboundTag {}", list(r.inbound_tags.clone())));
+        }
+        if !r.domains.is_empty() {
+            parts.push(format!(
+                "domain {}",
+                list(r.domains.iter().map(domain).collect())
+            ));
+        }
+        if !r.ips.is_empty() {
+            parts.push(format!(
+                "ip {}",
+                list(r.ips.iter().map(ToString::to_string).collect())
+            ));
+        }
+        if !r.ports.is_empty() {
+            parts.push(format!("port {}", ports(&r.ports)));
+        }
+        if let Some(n) = r.networks {
+            parts.push(format!("network {}", networks(n)));
+        }
+        if !r.sources.is_empty() {
+            parts.push(format!(
+                "source {}",
+                list(r.sources.iter().map(ToString::to_string).collect())
+            ));
+        }
+        if !r.source_ports.is_empty() {
+            parts.push(format!("sourcePort {}", ports(&r.source_ports)));
+        }
+        if !r.users.is_empty() {
+            parts.push(format!("user {}", list(r.users.clone())));
+        }
+        write!(f, "{} → \"{}\"", parts.join("; "), r.outbound_tag)
+    }
+}
+
+fn domain(m: &DomainMatcher) -> String {
+    match m {
+        DomainMatcher::Keyword(k) => format!("keyword:{k}"),
+        DomainMatcher::Full(d) => format!("full:{d}"),
+        DomainMatcher::Suffix(d) => format!("domain:{d}"),
+        DomainMatcher::Regex(r) => format!("regexp:{}", r.as_str()),
+    }
+}
+
+fn level_changes(level: &LevelPolicy) -> Vec<String> {
+    let d = LevelPolicy::default();
+    let mut out = Vec::new();
+    let times = [
+        ("handshake", level.handshake, d.handshake),
+        ("connIdle", level.conn_idle, d.conn_idle),
+        ("uplinkOnly", level.uplink_only, d.uplink_only),
+        ("downlinkOnly", level.downlink_only, d.downlink_only),
+    ];
+    for (name, value, default) in times {
+        if value != default {
+            out.push(format!("{name} {}s", value.as_secs()));
+        }
+    }
+    if level.stats_user_uplink {
+        out.push("statsUserUplink".into());
+    }
+    if level.stats_user_downlink {
+        out.push("statsUserDownlink".into());
+    }
+    out
+}
