@@ -102,6 +102,9 @@ mod tests {
         );
         assert_eq!(Address::parse_host_port("nope"), None);
         assert_eq!(Address::parse_host_port("a:b:1"), None);
-        assert_eq!(Address::from_host("[::1]", 5).ip(), Some("::1".parse().unwrap()));
+        assert_eq!(
+            Address::from_host("[::1]", 5).ip(),
+            Some("::1".parse().unwrap())
+        );
     }
 }

@@ -54,5 +54,11 @@ pub enum Accepted {
 
 /// Lets a protocol open outbound streams through the router (HTTP proxy forwarding).
 pub trait Connector: Send + Sync {
-    fn connect<'a>(&'a self, destination: &'a Address) -> BoxFuture<'a, io::Result<BoxStream>>;
+    /// Opens a stream to `destination` for the authenticated `user` (None: anonymous), routed
+    /// and counted like any other session of the inbound.
+    fn connect<'a>(
+        &'a self,
+        destination: &'a Address,
+        user: Option<&'a str>,
+    ) -> BoxFuture<'a, io::Result<BoxStream>>;
 }

@@ -6,10 +6,12 @@ pub mod net;
 
 pub use address::Address;
 pub use net::{Cidr, Network, Networks, PortRange};
+pub mod counted;
 pub mod handshake;
 pub mod metadata;
 pub mod stream;
 
+pub use counted::Counted;
 pub use handshake::{Accepted, BoxFuture, ConnectOutcome, Connector, Reply};
 pub use metadata::Metadata;
 pub use stream::{BoxStream, Prefixed, ProxyStream};

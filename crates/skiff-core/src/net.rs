@@ -41,11 +41,15 @@ impl Cidr {
         };
         match (self.addr, ip) {
             (IpAddr::V4(net), IpAddr::V4(ip)) => {
-                let mask = u32::MAX.checked_shl(32 - u32::from(self.prefix)).unwrap_or(0);
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
                 u32::from(net) & mask == u32::from(ip) & mask
             }
             (IpAddr::V6(net), IpAddr::V6(ip)) => {
-                let mask = u128::MAX.checked_shl(128 - u32::from(self.prefix)).unwrap_or(0);
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.prefix))
+                    .unwrap_or(0);
                 u128::from(net) & mask == u128::from(ip) & mask
             }
             _ => false,
@@ -68,7 +72,10 @@ pub struct PortRange {
 
 impl PortRange {
     pub fn single(port: u16) -> PortRange {
-        PortRange { first: port, last: port }
+        PortRange {
+            first: port,
+            last: port,
+        }
     }
 
     pub fn contains(&self, port: u16) -> bool {
@@ -84,7 +91,10 @@ impl PortRange {
                 .map_err(|_| format!("`{text}` is not a port (1-65535) or range `a-b`"))
         };
         let range = match text.split_once('-') {
-            Some((a, b)) => PortRange { first: port(a)?, last: port(b)? },
+            Some((a, b)) => PortRange {
+                first: port(a)?,
+                last: port(b)?,
+            },
             None => PortRange::single(port(text)?),
         };
         if range.first > range.last {
@@ -128,7 +138,10 @@ pub struct Networks {
 }
 
 impl Networks {
-    pub const TCP: Networks = Networks { tcp: true, udp: false };
+    pub const TCP: Networks = Networks {
+        tcp: true,
+        udp: false,
+    };
 
     pub fn contains(&self, network: Network) -> bool {
         match network {
@@ -164,19 +177,43 @@ mod tests {
         assert!(c.contains("10.2.3.4".parse().unwrap()));
         assert!(!c.contains("11.0.0.1".parse().unwrap()));
         assert!(c.contains("::ffff:10.0.0.1".parse().unwrap()));
-        assert!(Cidr::parse("0.0.0.0/0").unwrap().contains("1.2.3.4".parse().unwrap()));
-        assert!(Cidr::parse("::/0").unwrap().contains("::1".parse().unwrap()));
+        assert!(
+            Cidr::parse("0.0.0.0/0")
+                .unwrap()
+                .contains("1.2.3.4".parse().unwrap())
+        );
+        assert!(
+            Cidr::parse("::/0")
+                .unwrap()
+                .contains("::1".parse().unwrap())
+        );
         assert!(Cidr::parse("1.2.3.4/33").is_err());
         assert!(Cidr::parse("1.2.3/8").is_err());
-        assert!(Cidr::parse("fd00::/8").unwrap().contains("fd12::1".parse().unwrap()));
+        assert!(
+            Cidr::parse("fd00::/8")
+                .unwrap()
+                .contains("fd12::1".parse().unwrap())
+        );
     }
 
     #[test]
     fn ports_and_networks() {
-        assert_eq!(PortRange::parse("1000-2000").unwrap(), PortRange { first: 1000, last: 2000 });
+        assert_eq!(
+            PortRange::parse("1000-2000").unwrap(),
+            PortRange {
+                first: 1000,
+                last: 2000
+            }
+        );
         assert!(PortRange::parse("2000-1000").is_err());
         assert!(PortRange::parse("70000").is_err());
-        assert_eq!(Networks::parse("tcp, udp").unwrap(), Networks { tcp: true, udp: true });
+        assert_eq!(
+            Networks::parse("tcp, udp").unwrap(),
+            Networks {
+                tcp: true,
+                udp: true
+            }
+        );
         assert!(Networks::parse("sctp").is_err());
     }
 }

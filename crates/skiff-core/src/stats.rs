@@ -35,18 +35,27 @@ impl Stats {
     /// The counter with this name, created on first use. Called once per connection setup,
     /// never per packet.
     pub fn counter(&self, name: &str) -> Arc<Counter> {
-        let mut map = self.counters.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut map = self
+            .counters
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         map.entry(name.to_owned()).or_default().clone()
     }
 
     pub fn get(&self, name: &str) -> Option<u64> {
-        let map = self.counters.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let map = self
+            .counters
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         map.get(name).map(|c| c.get())
     }
 
     /// Every counter and its value, sorted by name.
     pub fn snapshot(&self) -> Vec<(String, u64)> {
-        let map = self.counters.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let map = self
+            .counters
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let mut all: Vec<_> = map.iter().map(|(k, v)| (k.clone(), v.get())).collect();
         all.push(("relay>>>spliced".into(), self.spliced.get()));
         all.push(("relay>>>copied".into(), self.copied.get()));
@@ -96,6 +105,11 @@ mod tests {
         dir.add(7);
         assert_eq!(stats.get("inbound>>>in>>>traffic>>>uplink"), Some(12));
         assert_eq!(stats.copied().get(), 12);
-        assert!(stats.snapshot().iter().any(|(k, v)| k == "relay>>>copied" && *v == 12));
+        assert!(
+            stats
+                .snapshot()
+                .iter()
+                .any(|(k, v)| k == "relay>>>copied" && *v == 12)
+        );
     }
 }

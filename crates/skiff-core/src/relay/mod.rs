@@ -250,6 +250,9 @@ async fn splice_both(
         )
         .await
     };
-    let mut pump = FuturePump { up: Box::pin(up), down: Box::pin(down) };
+    let mut pump = FuturePump {
+        up: Box::pin(up),
+        down: Box::pin(down),
+    };
     drive(&mut pump, policy, tally).await
 }

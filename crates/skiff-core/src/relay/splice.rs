@@ -32,8 +32,16 @@ impl Pipe {
         let [read, write] = fds;
         // SAFETY: write is the pipe fd just created. A refusal (pipe-max-size) keeps 64 KiB.
         let granted = unsafe { libc::fcntl(write, libc::F_SETPIPE_SZ, PIPE_SIZE as libc::c_int) };
-        let capacity = if granted > 0 { granted as usize } else { 1 << 16 };
-        Ok(Pipe { read, write, capacity })
+        let capacity = if granted > 0 {
+            granted as usize
+        } else {
+            1 << 16
+        };
+        Ok(Pipe {
+            read,
+            write,
+            capacity,
+        })
     }
 }
 
