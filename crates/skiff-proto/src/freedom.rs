@@ -1,0 +1,185 @@
+//! The `freedom` outbound: connect directly (or through a chained outbound) to the
+//! destination, resolving domains the way its `domainStrategy` says.
+
+use std::io;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Metadata, Outbound, PacketConn};
+use tokio::io::ReadBuf;
+use tokio::net::{TcpStream, UdpSocket};
+
+/// Which addresses of a domain freedom may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resolve {
+    /// Let the system resolver pick (Xray's AsIs).
+    AsIs,
+    /// Any family (UseIP).
+    Any,
+    V4,
+    V6,
+}
+
+pub struct Freedom {
+    pub resolve: Resolve,
+    /// Send every connection here instead; port 0 keeps the original port, an empty host
+    /// keeps the original host.
+    pub redirect: Option<(String, u16)>,
+    /// Chained outbound (`proxySettings.tag`): dial through it instead of directly.
+    pub via: Option<Arc<dyn Outbound>>,
+}
+
+impl Freedom {
+    fn target(&self, destination: &Address) -> Address {
+        match &self.redirect {
+            None => destination.clone(),
+            Some((host, port)) => {
+                let port = if *port == 0 {
+                    destination.port()
+                } else {
+                    *port
+                };
+                if host.is_empty() {
+                    destination.with_port(port)
+                } else {
+                    Address::from_host(host, port)
+                }
+            }
+        }
+    }
+
+    async fn resolve(&self, target: &Address) -> io::Result<Vec<SocketAddr>> {
+        match target {
+            Address::Ip(sa) => Ok(vec![*sa]),
+            Address::Domain(name, port) => {
+                let all: Vec<SocketAddr> = tokio::net::lookup_host((name.as_str(), *port))
+                    .await?
+                    .collect();
+                let wanted: Vec<SocketAddr> = all
+                    .into_iter()
+                    .filter(|sa| match self.resolve {
+                        Resolve::AsIs | Resolve::Any => true,
+                        Resolve::V4 => sa.is_ipv4(),
+                        Resolve::V6 => sa.is_ipv6(),
+                    })
+                    .collect();
+                if wanted.is_empty() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::NotFound,
+                        format!("{name} has no address of the wanted family"),
+                    ));
+                }
+                Ok(wanted)
+            }
+        }
+    }
+
+    async fn dial(&self, meta: &Metadata, target: &Address) -> io::Result<BoxStream> {
+        if let Some(via) = &self.via {
+            return via.connect(meta, target).await;
+        }
+        let mut last_error = None;
+        for addr in self.resolve(target).await? {
+            match TcpStream::connect(addr).await {
+                Ok(stream) => {
+                    // Proxied traffic is often interactive; Nagle only adds latency here.
+                    stream.set_nodelay(true)?;
+                    return Ok(Box::new(stream));
+                }
+                Err(e) => last_error = Some(e),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| io::ErrorKind::NotFound.into()))
+    }
+}
+
+impl Outbound for Freedom {
+    fn connect<'a>(
+        &'a self,
+        meta: &'a Metadata,
+        destination: &'a Address,
+    ) -> BoxFuture<'a, io::Result<BoxStream>> {
+        Box::pin(async move {
+            let target = self.target(destination);
+            self.dial(meta, &target).await
+        })
+    }
+
+    fn bind<'a>(&'a self, _meta: &'a Metadata) -> BoxFuture<'a, io::Result<BoxPacketConn>> {
+        Box::pin(async move {
+            // One dual-stack socket serves both families; fall back to IPv4 where IPv6 is off.
+            let socket = match UdpSocket::bind((Ipv6Addr::UNSPECIFIED, 0)).await {
+                Ok(s) => s,
+                Err(_) => UdpSocket::bind(("0.0.0.0", 0)).await?,
+            };
+            let conn: BoxPacketConn = Box::new(DirectPackets {
+                socket,
+                resolve: self.resolve,
+                redirect: self.redirect.clone(),
+            });
+            Ok(conn)
+        })
+    }
+}
+
+struct DirectPackets {
+    socket: UdpSocket,
+    resolve: Resolve,
+    redirect: Option<(String, u16)>,
+}
+
+impl DirectPackets {
+    /// Adapts an address to the socket's family (IPv4 → v4-mapped on a dual-stack socket).
+    fn fit(&self, addr: SocketAddr) -> SocketAddr {
+        match (self.socket.local_addr(), addr) {
+            (Ok(SocketAddr::V6(_)), SocketAddr::V4(v4)) => {
+                SocketAddr::new(IpAddr::V6(v4.ip().to_ipv6_mapped()), v4.port())
+            }
+            _ => addr,
+        }
+    }
+}
+
+impl PacketConn for DirectPackets {
+    fn poll_recv_from(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<Address>> {
+        self.socket.poll_recv_from(cx, buf).map_ok(|from| {
+            // Report IPv4 peers as IPv4, whatever the socket family.
+            let ip = match from.ip() {
+                IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(from.ip()),
+                v4 => v4,
+            };
+            Address::Ip(SocketAddr::new(ip, from.port()))
+        })
+    }
+
+    fn send_to<'a>(
+        &'a self,
+        payload: &'a [u8],
+        destination: &'a Address,
+    ) -> BoxFuture<'a, io::Result<()>> {
+        Box::pin(async move {
+            let freedom = Freedom {
+                resolve: self.resolve,
+                redirect: self.redirect.clone(),
+                via: None,
+            };
+            let target = freedom.target(destination);
+            let addr = match &target {
+                Address::Ip(sa) => *sa,
+                domain => {
+                    let all = freedom.resolve(domain).await?;
+                    let v4_only = matches!(self.socket.local_addr(), Ok(SocketAddr::V4(_)));
+                    all.into_iter()
+                        .find(|sa| !v4_only || sa.is_ipv4())
+                        .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?
+                }
+            };
+            self.socket.send_to(payload, self.fit(addr)).await.map(drop)
+        })
+    }
+}
