@@ -1,0 +1,229 @@
+//! One TCP connection, top to bottom: handshake (bounded by the policy's handshake timeout) →
+//! route → connect the outbound → tell the client → relay.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use skiff_core::{
+    Accepted, Address, BoxFuture, BoxStream, ConnectOutcome, Connector, Counted, Metadata, Network,
+    RelayEnd, Reply, relay,
+};
+use skiff_proto::{http, socks};
+use tokio::net::TcpStream;
+use tokio::time::timeout;
+use tracing::debug;
+
+use crate::inbound::{InboundHandler, InboundKind};
+use crate::shared::Shared;
+use crate::udp;
+
+/// How long an outbound connect may take, as Go's default dialer roughly allows.
+const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub async fn serve_tcp(
+    shared: Arc<Shared>,
+    inbound: Arc<InboundHandler>,
+    stream: TcpStream,
+    source: SocketAddr,
+    local: SocketAddr,
+) {
+    let mut meta = Metadata::new(inbound.tag.clone(), source, local);
+    meta.level = inbound.level;
+    let accepted = match handshake(&shared, &inbound, &meta, stream).await {
+        Ok(accepted) => accepted,
+        Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+            debug!(inbound = %inbound.tag, %source, error = %e, "handshake timed out; closing");
+            return;
+        }
+        Err(e) => {
+            debug!(inbound = %inbound.tag, %source, error = %e, "handshake failed; closing");
+            return;
+        }
+    };
+    match accepted {
+        Accepted::Stream {
+            destination,
+            stream,
+            reply,
+            user,
+        } => {
+            meta.destination = Some(destination);
+            meta.user = user.map(Arc::from);
+            connect_and_relay(&shared, &inbound, meta, stream, reply).await;
+        }
+        Accepted::UdpAssociate {
+            control,
+            client_hint,
+            user,
+        } => {
+            meta.user = user.map(Arc::from);
+            meta.network = Network::Udp;
+            if let Err(e) =
+                udp::socks_associate(&shared, &inbound, meta, control, client_hint).await
+            {
+                debug!(inbound = %inbound.tag, %source, error = %e, "UDP association ended");
+            }
+        }
+        Accepted::Done => {}
+    }
+}
+
+/// Runs the inbound's handshake under the policy's handshake timeout (a timeout is an error
+/// of kind TimedOut). Handshake futures are boxed: each is sized for its own protocol's
+/// buffers and freed when the handshake ends, instead of every connection task carrying the
+/// largest one (the HTTP forwarder's) for its whole life.
+async fn handshake(
+    shared: &Arc<Shared>,
+    inbound: &Arc<InboundHandler>,
+    meta: &Metadata,
+    stream: TcpStream,
+) -> io::Result<Accepted> {
+    let limit = shared.level(inbound.level).handshake;
+    let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "no complete request in time");
+    match &inbound.kind {
+        InboundKind::Socks { config, .. } => {
+            match timeout(limit, Box::pin(socks::server::handshake(stream, config))).await {
+                Ok(result) => result.map_err(io::Error::other),
+                Err(_) => Err(timed_out()),
+            }
+        }
+        InboundKind::Http(config) => {
+            // The HTTP inbound forwards plain requests itself for as long as the client keeps
+            // the connection alive, so only its first request is bounded by the handshake
+            // timeout (inside serve_timed), not the whole exchange.
+            let connector = RoutedConnector {
+                shared: shared.clone(),
+                inbound: inbound.clone(),
+                meta: meta.clone(),
+            };
+            Box::pin(http::server::serve_timed(
+                stream,
+                config,
+                &connector,
+                Some(limit),
+            ))
+            .await
+        }
+        InboundKind::Tunnel(config) => {
+            let destination = config.destination_for(&stream)?;
+            Ok(Accepted::Stream {
+                destination,
+                stream: Box::new(stream),
+                reply: Reply::None,
+                user: None,
+            })
+        }
+    }
+}
+
+async fn connect_and_relay(
+    shared: &Shared,
+    inbound: &InboundHandler,
+    meta: Metadata,
+    mut client: BoxStream,
+    reply: Reply,
+) {
+    let Some(destination) = meta.destination.clone() else {
+        return;
+    };
+    let outbound = shared.pick(&meta).await;
+    let connected = match timeout(DIAL_TIMEOUT, outbound.handler.connect(&meta, &destination)).await
+    {
+        Ok(result) => result,
+        Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out")),
+    };
+    let outcome = match &connected {
+        Ok(server) => ConnectOutcome::Connected {
+            bound: server.raw_tcp().and_then(|s| s.local_addr().ok()),
+        },
+        Err(e) => ConnectOutcome::Failed(e),
+    };
+    let replied = match reply {
+        Reply::None => Ok(()),
+        Reply::Socks5 | Reply::Socks4 => {
+            socks::server::write_reply(&mut client, reply, outcome).await
+        }
+        Reply::HttpConnect => http::server::write_connect_reply(&mut client, outcome).await,
+    };
+    let server = match connected {
+        Ok(server) => server,
+        Err(e) => {
+            if shared.access.enabled() {
+                shared.access.write(format_args!(
+                    "from {} rejected tcp:{} [{} -> {}] {}",
+                    meta.source, destination, inbound.tag, outbound.tag, e
+                ));
+            }
+            debug!(%destination, outbound = %outbound.tag, error = %e, "outbound connect failed");
+            return;
+        }
+    };
+    if let Err(e) = replied {
+        debug!(source = %meta.source, error = %e, "client went away before the reply");
+        return;
+    }
+    if shared.access.enabled() {
+        let email = meta
+            .user
+            .as_deref()
+            .map(|u| format!(" email: {u}"))
+            .unwrap_or_default();
+        shared.access.write(format_args!(
+            "from {} accepted tcp:{} [{} -> {}]{}",
+            meta.source, destination, inbound.tag, outbound.tag, email
+        ));
+    }
+    let counters = shared.counters(inbound, outbound, &meta);
+    let result = relay(client, server, &shared.relay_policy(meta.level), &counters).await;
+    let end = match &result.end {
+        RelayEnd::Finished => "finished".to_string(),
+        RelayEnd::IdleTimeout => "idle timeout".to_string(),
+        RelayEnd::Failed(e) => format!("failed: {e}"),
+    };
+    debug!(
+        source = %meta.source, %destination,
+        up = result.uplink_bytes, down = result.downlink_bytes,
+        spliced = result.spliced, "connection {end}"
+    );
+}
+
+/// Opens outbound streams on behalf of a protocol that forwards requests itself (HTTP proxy
+/// in absolute-form mode): every request is routed on its own.
+struct RoutedConnector {
+    shared: Arc<Shared>,
+    inbound: Arc<InboundHandler>,
+    meta: Metadata,
+}
+
+impl Connector for RoutedConnector {
+    fn connect<'a>(
+        &'a self,
+        destination: &'a Address,
+        user: Option<&'a str>,
+    ) -> BoxFuture<'a, io::Result<BoxStream>> {
+        Box::pin(async move {
+            let mut meta = self.meta.clone();
+            meta.destination = Some(destination.clone());
+            meta.user = user.map(Arc::from);
+            let outbound = self.shared.pick(&meta).await;
+            if self.shared.access.enabled() {
+                self.shared.access.write(format_args!(
+                    "from {} accepted tcp:{} [{} -> {}]",
+                    meta.source, destination, meta.inbound_tag, outbound.tag
+                ));
+            }
+            let stream = match timeout(DIAL_TIMEOUT, outbound.handler.connect(&meta, destination))
+                .await
+            {
+                Ok(result) => result?,
+                Err(_) => return Err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out")),
+            };
+            let counters = self.shared.counters(&self.inbound, outbound, &meta);
+            let counted: BoxStream =
+                Box::new(Counted::new(stream, counters.uplink, counters.downlink));
+            Ok(counted)
+        })
+    }
+}

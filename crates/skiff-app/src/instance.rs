@@ -1,0 +1,247 @@
+//! A running Skiff: binds every inbound's listeners, accepts connections under a cap, and
+//! shuts down gracefully (stop accepting, let live connections finish within a grace period).
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use skiff_config::Plan;
+use skiff_core::{Network, Stats};
+use tokio::net::{TcpListener, UdpSocket};
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinHandle;
+use tracing::{debug, info, warn};
+
+use crate::access_log::AccessLog;
+use crate::dispatch;
+use crate::inbound::{InboundHandler, InboundKind};
+use crate::outbounds;
+use crate::router::Router;
+use crate::shared::Shared;
+use crate::udp;
+
+/// Most TCP connections served at once; beyond it new connections are closed on accept.
+pub const MAX_CONNECTIONS: usize = 65_536;
+
+/// Listen backlog: a burst of thousands of connects must not be refused by the kernel.
+const BACKLOG: i32 = 4096;
+
+/// One bound listener, for `skiff run` to print and for tests to dial.
+#[derive(Clone, Debug)]
+pub struct BoundListener {
+    pub tag: String,
+    pub protocol: &'static str,
+    pub network: Network,
+    pub address: SocketAddr,
+}
+
+pub struct Running {
+    shared: Arc<Shared>,
+    shutdown: watch::Sender<bool>,
+    permits: Arc<Semaphore>,
+    listeners: Vec<BoundListener>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Running {
+    /// Builds every handler from `plan` and binds every listener. Fails (binding nothing) if
+    /// any listener cannot be bound, naming it.
+    pub async fn start(plan: &Plan) -> io::Result<Running> {
+        let stats = Stats::new();
+        let outbounds = outbounds::build(&plan.outbounds, &stats);
+        let router = Router::new(&plan.routing, |tag| {
+            plan.outbounds.iter().position(|o| o.tag == tag)
+        });
+        let shared = Arc::new(Shared {
+            outbounds,
+            router,
+            policy: plan.policy.clone(),
+            stats,
+            access: AccessLog::open(&plan.log.access)?,
+        });
+        let (shutdown, _) = watch::channel(false);
+        let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+        let accepted = Arc::new(AtomicU64::new(0));
+        let mut listeners = Vec::new();
+        let mut tasks = Vec::new();
+        for inbound_plan in &plan.inbounds {
+            let inbound = Arc::new(InboundHandler::build(inbound_plan, &shared.stats));
+            for range in &inbound_plan.ports {
+                for port in range.first..=range.last {
+                    let addr = SocketAddr::new(inbound_plan.listen, port);
+                    if inbound.tcp {
+                        let listener =
+                            bind_tcp(addr).map_err(|e| name_error(&inbound.tag, "tcp", addr, e))?;
+                        let local = listener.local_addr()?;
+                        listeners.push(BoundListener {
+                            tag: inbound.tag.to_string(),
+                            protocol: inbound.protocol_name(),
+                            network: Network::Tcp,
+                            address: local,
+                        });
+                        tasks.push(tokio::spawn(accept_loop(
+                            listener,
+                            shared.clone(),
+                            inbound.clone(),
+                            permits.clone(),
+                            accepted.clone(),
+                            shutdown.subscribe(),
+                        )));
+                    }
+                    if inbound.udp_listener
+                        && let InboundKind::Tunnel(tunnel) = &inbound.kind
+                    {
+                        // A tunnel listening on port 0 for both networks shares one port.
+                        let udp_addr = listeners
+                            .last()
+                            .filter(|l| inbound.tcp && port == 0 && l.tag == *inbound.tag)
+                            .map(|l| l.address)
+                            .unwrap_or(addr);
+                        let socket = UdpSocket::bind(udp_addr)
+                            .await
+                            .map_err(|e| name_error(&inbound.tag, "udp", udp_addr, e))?;
+                        let local = socket.local_addr()?;
+                        listeners.push(BoundListener {
+                            tag: inbound.tag.to_string(),
+                            protocol: inbound.protocol_name(),
+                            network: Network::Udp,
+                            address: local,
+                        });
+                        let Some(destination) = tunnel.destination.clone() else {
+                            return Err(io::Error::new(
+                                io::ErrorKind::InvalidInput,
+                                format!("inbound `{}`: UDP needs a fixed address", inbound.tag),
+                            ));
+                        };
+                        tasks.push(tokio::spawn(udp::serve_tunnel(
+                            shared.clone(),
+                            inbound.clone(),
+                            Arc::new(socket),
+                            destination,
+                            shutdown.subscribe(),
+                        )));
+                    }
+                }
+            }
+        }
+        tasks.push(tokio::spawn(crate::memory::trim_after_bursts(
+            accepted.clone(),
+            permits.clone(),
+            MAX_CONNECTIONS,
+            shutdown.subscribe(),
+        )));
+        for l in &listeners {
+            info!(inbound = %l.tag, protocol = l.protocol, "listening on {}/{}", l.address, l.network);
+        }
+        Ok(Running {
+            shared,
+            shutdown,
+            permits,
+            listeners,
+            tasks,
+        })
+    }
+
+    pub fn listeners(&self) -> &[BoundListener] {
+        &self.listeners
+    }
+
+    /// The first listener of inbound `tag` on `network`.
+    pub fn address_of(&self, tag: &str, network: Network) -> Option<SocketAddr> {
+        self.listeners
+            .iter()
+            .find(|l| l.tag == tag && l.network == network)
+            .map(|l| l.address)
+    }
+
+    /// Live counters (readable while connections are open).
+    pub fn stats(&self) -> &Arc<Stats> {
+        &self.shared.stats
+    }
+
+    /// TCP connections being served right now.
+    pub fn live_connections(&self) -> usize {
+        MAX_CONNECTIONS - self.permits.available_permits()
+    }
+
+    /// Stops accepting, then waits up to `grace` for live connections to finish. Returns how
+    /// many were still open when the grace period ended (they are dropped with the runtime).
+    pub async fn shutdown(self, grace: Duration) -> usize {
+        let _ = self.shutdown.send(true);
+        for task in self.tasks {
+            let _ = task.await;
+        }
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            let live = MAX_CONNECTIONS - self.permits.available_permits();
+            if live == 0 || tokio::time::Instant::now() >= deadline {
+                return live;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn name_error(tag: &str, network: &str, addr: SocketAddr, e: io::Error) -> io::Error {
+    io::Error::new(
+        e.kind(),
+        format!("inbound `{tag}`: cannot listen on {addr}/{network}: {e}"),
+    )
+}
+
+fn bind_tcp(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    socket.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        // `::` serves IPv4 too, as Go's listeners (and so Xray's) do.
+        socket.set_only_v6(false)?;
+    }
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(BACKLOG)?;
+    TcpListener::from_std(socket.into())
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    inbound: Arc<InboundHandler>,
+    permits: Arc<Semaphore>,
+    accepted: Arc<AtomicU64>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let next = tokio::select! {
+            _ = shutdown.changed() => return,
+            r = listener.accept() => r,
+        };
+        match next {
+            Ok((stream, source)) => {
+                let Ok(permit) = permits.clone().try_acquire_owned() else {
+                    debug!(inbound = %inbound.tag, %source, "connection cap reached; closing");
+                    continue;
+                };
+                accepted.fetch_add(1, Ordering::Relaxed);
+                let _ = stream.set_nodelay(true);
+                let local = stream.local_addr().unwrap_or(source);
+                let shared = shared.clone();
+                let inbound = inbound.clone();
+                tokio::spawn(async move {
+                    dispatch::serve_tcp(shared, inbound, stream, source, local).await;
+                    drop(permit);
+                });
+            }
+            Err(e) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                warn!(inbound = %inbound.tag, error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}

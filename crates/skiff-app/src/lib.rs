@@ -1,0 +1,18 @@
+//! The running instance: listeners, the per-connection data path (handshake → route →
+//! outbound → relay), UDP sessions, access log and graceful shutdown.
+
+mod access_log;
+mod dispatch;
+mod inbound;
+mod memory;
+mod outbounds;
+mod shared;
+mod tunnel;
+mod udp;
+
+pub mod instance;
+pub mod limits;
+pub mod router;
+
+pub use instance::{BoundListener, MAX_CONNECTIONS, Running};
+pub use udp::MAX_UDP_SESSIONS;

@@ -1,0 +1,102 @@
+//! State every connection task reads: outbounds, router, policy, counters, access log.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use skiff_config::{LevelPolicy, PolicyPlan};
+use skiff_core::{Address, DirectionCounters, Metadata, RelayCounters, RelayPolicy, Stats};
+
+use crate::access_log::AccessLog;
+use crate::inbound::InboundHandler;
+use crate::outbounds::OutboundHandler;
+use crate::router::{Route, Router};
+
+/// How long resolving a domain for routing may take before the rule is treated as unmatched.
+const ROUTING_RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub struct Shared {
+    pub outbounds: Vec<OutboundHandler>,
+    pub router: Router,
+    pub policy: PolicyPlan,
+    pub stats: Arc<Stats>,
+    pub access: AccessLog,
+}
+
+impl Shared {
+    pub fn level(&self, level: u32) -> LevelPolicy {
+        self.policy.level(level)
+    }
+
+    /// Routes `meta`, resolving its domain first if the routing strategy asks for IPs.
+    pub async fn pick(&self, meta: &Metadata) -> &OutboundHandler {
+        let index = match self.router.route(meta, None) {
+            Route::To(i) => i,
+            Route::NeedIps => {
+                let ips = match &meta.destination {
+                    Some(Address::Domain(name, port)) => resolve(name, *port).await,
+                    _ => Vec::new(),
+                };
+                match self.router.route(meta, Some(&ips)) {
+                    Route::To(i) => i,
+                    Route::NeedIps => 0,
+                }
+            }
+        };
+        // The plan guarantees at least one outbound and valid indices.
+        &self.outbounds[index.min(self.outbounds.len().saturating_sub(1))]
+    }
+
+    pub fn relay_policy(&self, level: u32) -> RelayPolicy {
+        let p = self.level(level);
+        RelayPolicy {
+            conn_idle: p.conn_idle,
+            uplink_only: p.uplink_only,
+            downlink_only: p.downlink_only,
+        }
+    }
+
+    /// The counters one connection feeds, live.
+    pub fn counters(
+        &self,
+        inbound: &InboundHandler,
+        outbound: &OutboundHandler,
+        meta: &Metadata,
+    ) -> RelayCounters {
+        let mut up = vec![inbound.uplink.clone(), outbound.uplink.clone()];
+        let mut down = vec![inbound.downlink.clone(), outbound.downlink.clone()];
+        if let Some(user) = &meta.user {
+            let policy = self.level(meta.level);
+            if policy.stats_user_uplink {
+                up.push(
+                    self.stats
+                        .counter(&format!("user>>>{user}>>>traffic>>>uplink")),
+                );
+            }
+            if policy.stats_user_downlink {
+                down.push(
+                    self.stats
+                        .counter(&format!("user>>>{user}>>>traffic>>>downlink")),
+                );
+            }
+        }
+        RelayCounters {
+            uplink: DirectionCounters::new(up),
+            downlink: DirectionCounters::new(down),
+            spliced: self.stats.spliced().clone(),
+            copied: self.stats.copied().clone(),
+        }
+    }
+}
+
+async fn resolve(name: &str, port: u16) -> Vec<IpAddr> {
+    match tokio::time::timeout(
+        ROUTING_RESOLVE_TIMEOUT,
+        tokio::net::lookup_host((name, port)),
+    )
+    .await
+    {
+        Ok(Ok(addrs)) => addrs.map(|a| a.ip()).collect(),
+        _ => Vec::new(),
+    }
+}
