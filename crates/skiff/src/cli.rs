@@ -1,0 +1,102 @@
+//! Command-line interface. Xray users type `-c`, `-config` and `-confdir` with one dash; those
+//! spellings are accepted alongside the usual `--config`/`--confdir`.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "skiff",
+    version,
+    about = "A lean, fast proxy and tunnel that runs Xray's JSON configs",
+    long_about = "Skiff carries TCP and UDP through SOCKS5, HTTP and tunnel inbounds to freedom \
+                  or blackhole outbounds, reading Xray's JSON configuration.\n\n\
+                  Quick start: `skiff run` starts a SOCKS5 proxy on 127.0.0.1:10808 and an HTTP \
+                  proxy on 127.0.0.1:10809, both going direct."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run with the given config files (or the embedded default when none is given).
+    Run {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// Seconds live connections get to finish after SIGTERM/SIGINT.
+        #[arg(long, default_value_t = 10, value_name = "SECONDS")]
+        grace: u64,
+    },
+    /// Validate config files and print the resolved plan; exit status 1 on errors.
+    Check {
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Print the version.
+    Version,
+    /// Print a random UUID, or with -i the UUID Xray derives from any string.
+    Uuid {
+        /// Map this string (1-30 bytes) to a UUID the way Xray does for ids that are not UUIDs.
+        #[arg(short = 'i', long = "input", value_name = "STRING")]
+        input: Option<String>,
+    },
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ConfigArgs {
+    /// Config file (JSON with comments); repeat to merge several, as Xray does.
+    #[arg(short = 'c', long = "config", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Also load every *.json in this directory, in name order.
+    #[arg(long = "confdir", value_name = "DIR")]
+    pub confdir: Option<PathBuf>,
+}
+
+/// Rewrites Xray's single-dash long options to clap's spelling.
+pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    args.into_iter()
+        .map(|a| match a.to_str() {
+            Some("-config") => "--config".into(),
+            Some("-confdir") => "--confdir".into(),
+            Some(s) if s.starts_with("-config=") => format!("-{s}").into(),
+            Some(s) if s.starts_with("-confdir=") => format!("-{s}").into(),
+            _ => a,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xray_style_flags_parse() {
+        let args = normalize_args(
+            [
+                "skiff", "run", "-c", "a.json", "-config", "b.json", "-confdir", "d",
+            ]
+            .map(OsString::from),
+        );
+        let cli = Cli::try_parse_from(args).unwrap();
+        match cli.command {
+            Command::Run { config, .. } => {
+                assert_eq!(
+                    config.files,
+                    vec![PathBuf::from("a.json"), PathBuf::from("b.json")]
+                );
+                assert_eq!(config.confdir, Some(PathBuf::from("d")));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

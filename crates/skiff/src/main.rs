@@ -1,0 +1,162 @@
+//! The `skiff` binary: run | check | version | uuid.
+
+mod cli;
+mod logging;
+mod uuid;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use cli::{Cli, Command, ConfigArgs};
+use skiff_config::{Diagnostic, Loaded, Source};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse_from(cli::normalize_args(std::env::args_os()));
+    match cli.command {
+        Command::Version => {
+            println!("skiff {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        Command::Uuid { input } => {
+            let u = match input {
+                Some(text) if text.is_empty() || text.len() > 30 => {
+                    eprintln!(
+                        "error: the input must be 1 to 30 bytes long (got {})",
+                        text.len()
+                    );
+                    return ExitCode::FAILURE;
+                }
+                Some(text) => uuid::from_string(&text),
+                None => match uuid::random() {
+                    Ok(u) => u,
+                    Err(e) => {
+                        eprintln!("error: no randomness available: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                },
+            };
+            println!("{}", uuid::format(&u));
+            ExitCode::SUCCESS
+        }
+        Command::Check { config } => match load(&config) {
+            Some((loaded, origin)) => {
+                println!("{origin}\n\n{}", loaded.plan);
+                println!("Configuration OK.");
+                ExitCode::SUCCESS
+            }
+            None => ExitCode::FAILURE,
+        },
+        Command::Run { config, grace } => {
+            let Some((loaded, origin)) = load(&config) else {
+                return ExitCode::FAILURE;
+            };
+            if let Err(e) = logging::init(&loaded.plan.log) {
+                eprintln!("error: cannot open the log file: {e}");
+                return ExitCode::FAILURE;
+            }
+            run(loaded, &origin, Duration::from_secs(grace))
+        }
+    }
+}
+
+/// Loads and validates the config, printing diagnostics. None means "errors were printed".
+fn load(args: &ConfigArgs) -> Option<(Loaded, String)> {
+    let (result, origin) = if args.files.is_empty() && args.confdir.is_none() {
+        let source = Source {
+            name: "<embedded default>".into(),
+            text: skiff_config::DEFAULT_CONFIG.into(),
+        };
+        (
+            skiff_config::load_sources(&[source]),
+            "Using the embedded default config.".to_string(),
+        )
+    } else {
+        let names: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();
+        let mut origin = format!("Config: {}", names.join(", "));
+        if let Some(dir) = &args.confdir {
+            origin.push_str(&format!("; confdir {}", dir.display()));
+        }
+        (
+            skiff_config::load_paths(&args.files, args.confdir.as_deref()),
+            origin,
+        )
+    };
+    match result {
+        Ok(loaded) => {
+            print_diagnostics(&loaded.warnings);
+            Some((loaded, origin))
+        }
+        Err(diagnostics) => {
+            print_diagnostics(&diagnostics);
+            eprintln!("The configuration has errors; nothing was started.");
+            None
+        }
+    }
+}
+
+fn print_diagnostics(list: &[Diagnostic]) {
+    for d in list {
+        eprintln!("{d}");
+    }
+}
+
+fn run(loaded: Loaded, origin: &str, grace: Duration) -> ExitCode {
+    skiff_app::limits::raise_open_file_limit();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        let running = match skiff_app::Running::start(&loaded.plan).await {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        println!("{origin}");
+        for l in running.listeners() {
+            println!(
+                "{} ({}) listening on {}/{}",
+                l.tag, l.protocol, l.address, l.network
+            );
+        }
+        wait_for_signal().await;
+        tracing::info!("stopping: no new connections; waiting up to {grace:?} for live ones");
+        let left = running.shutdown(grace).await;
+        if left > 0 {
+            tracing::info!("{left} connections were still open after the grace period");
+        }
+        ExitCode::SUCCESS
+    })
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

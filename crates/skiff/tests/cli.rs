@@ -1,0 +1,139 @@
+//! The binary as a user meets it: config errors, examples, uuid, the embedded default.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn skiff() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_skiff"))
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every file in tests/broken-configs starts with `// expect: PATH @ LINE`; `skiff check` must
+/// exit 1 and name that JSON path and line.
+#[test]
+fn broken_configs_fail_with_path_and_line() {
+    let dir = repo_root().join("tests/broken-configs");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let header = text.lines().next().unwrap_or_default();
+        let expect = header
+            .strip_prefix("// expect:")
+            .expect("expect header")
+            .trim();
+        let (json_path, line) = expect.split_once('@').expect("PATH @ LINE");
+        let (json_path, line) = (json_path.trim(), line.trim());
+        let out = skiff().arg("check").arg("-c").arg(&path).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}: exit status; stderr:\n{stderr}",
+            path.display()
+        );
+        let wanted_line = format!(":{line}:");
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.contains(&wanted_line) && l.contains(json_path)),
+            "{}: no diagnostic naming `{json_path}` at line {line}:\n{stderr}",
+            path.display()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} broken configs");
+}
+
+#[test]
+fn examples_pass_check() {
+    let mut checked = 0;
+    for entry in std::fs::read_dir(repo_root().join("examples")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let out = skiff().arg("check").arg("-c").arg(&path).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("Configuration OK."));
+        checked += 1;
+    }
+    assert!(checked >= 3);
+}
+
+#[test]
+fn uuid_maps_strings_like_xray() {
+    let out = skiff().args(["uuid", "-i", "example"]).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "feb54431-301b-52bb-a6dd-e1e93e81bb9e"
+    );
+    let out = skiff().arg("uuid").output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim().len(), 36);
+}
+
+#[test]
+fn version_and_help() {
+    let out = skiff().arg("version").output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("skiff "));
+    let out = skiff().arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for word in ["run", "check", "uuid", "version"] {
+        assert!(help.contains(word), "--help lists {word}");
+    }
+}
+
+/// `skiff run` with no config: the embedded default listens on 127.0.0.1:10808 (SOCKS5) and
+/// :10809 (HTTP), says so, and exits 0 on SIGTERM.
+#[test]
+fn default_config_runs_and_stops_on_sigterm() {
+    if std::net::TcpListener::bind("127.0.0.1:10808").is_err()
+        || std::net::TcpListener::bind("127.0.0.1:10809").is_err()
+    {
+        eprintln!("skipped: ports 10808/10809 are busy on this machine");
+        return;
+    }
+    let mut child = skiff()
+        .arg("run")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while seen.len() < 3 && Instant::now() < deadline {
+        match lines.next() {
+            Some(Ok(l)) => seen.push(l),
+            _ => break,
+        }
+    }
+    let text = seen.join("\n");
+    assert!(text.contains("127.0.0.1:10808/tcp"), "{text}");
+    assert!(text.contains("127.0.0.1:10809/tcp"), "{text}");
+    // SAFETY: signalling the child we started, by its PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "exit status {status}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "did not stop after SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
