@@ -3,7 +3,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use skiff_config::LogTarget;
 
@@ -45,46 +45,21 @@ impl AccessLog {
     }
 }
 
-/// `YYYY/MM/DD hh:mm:ss` in UTC, as Xray prints it, without a date-time dependency.
+/// `YYYY/MM/DD hh:mm:ss` in UTC, as Xray prints it.
 fn timestamp(now: SystemTime) -> String {
-    let secs = now
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (year, month, day) = civil_from_days(days as i64);
-    format!(
-        "{year:04}/{month:02}/{day:02} {:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 → proleptic Gregorian (year, month, day).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    let (y, mo, d, h, mi, s) = skiff_core::time::utc_parts(now);
+    format!("{y:04}/{mo:02}/{d:02} {h:02}:{mi:02}:{s:02}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use std::time::{Duration, UNIX_EPOCH};
 
     #[test]
     fn formats_utc() {
         let t = UNIX_EPOCH + Duration::from_secs(1_795_242_136); // 2026-11-21 06:22:16 UTC
         assert_eq!(timestamp(t), "2026/11/21 06:22:16");
         assert_eq!(timestamp(UNIX_EPOCH), "1970/01/01 00:00:00");
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
     }
 }

@@ -17,6 +17,7 @@ pub use metadata::Metadata;
 pub use stream::{BoxStream, Prefixed, ProxyStream};
 pub mod relay;
 pub mod stats;
+pub mod time;
 
 pub use relay::{RelayCounters, RelayEnd, RelayOutcome, RelayPolicy, relay};
 pub use stats::{Counter, DirectionCounters, Stats};
