@@ -1,0 +1,117 @@
+//! The results of a bench run: what results.json holds and every report is drawn from.
+
+use serde::{Deserialize, Serialize};
+
+/// One whole `skiff bench` run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BenchRun {
+    /// UTC, `YYYY-MM-DDThh:mm:ssZ`.
+    pub started: String,
+    pub machine: Machine,
+    /// Every binary that took part, with the version it reported.
+    pub binaries: Vec<BinaryInfo>,
+    pub options: RunOptions,
+    pub rows: Vec<Row>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Machine {
+    pub cpu_model: String,
+    pub cores: u32,
+    pub memory_kib: u64,
+    pub kernel: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BinaryInfo {
+    /// Implementation name as used in rows: "skiff", "v2ray", "xray", "sing-box", "trojan",
+    /// "ss-libev", "ss-rust", "kcptun", plus tools such as "iperf3".
+    pub name: String,
+    pub path: String,
+    pub version: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunOptions {
+    /// Bytes per run when the run is size-bounded.
+    pub size_bytes: Option<u64>,
+    /// Seconds per run when the run is time-bounded.
+    pub duration_secs: Option<f64>,
+    pub parallel: u32,
+    pub repeats: u32,
+    /// "upload", "download" or "both".
+    pub direction: String,
+    /// "raw" or "tls".
+    pub payload: String,
+    /// The emulated link, e.g. "delay=100ms,loss=9%", if any.
+    pub link: Option<String>,
+    /// e.g. "15% on b", if any.
+    pub cpu_limit: Option<String>,
+}
+
+/// One combination run by one implementation.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Row {
+    /// e.g. "raw", "tunnel", "vless-tcp", "ss-aes-128-gcm".
+    pub combination: String,
+    /// e.g. "skiff", "v2ray"; "-" for the raw row.
+    pub implementation: String,
+    pub direction: String,
+    pub parallel: u32,
+    pub samples: Vec<Sample>,
+    pub summary: Summary,
+    /// Why the row has no samples (a failed run), if it failed.
+    pub error: Option<String>,
+}
+
+/// One repeat.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Sample {
+    pub bytes: u64,
+    pub seconds: f64,
+    pub mbps: f64,
+    /// utime+stime of the client process B (the proxy client) during the transfer.
+    pub client_cpu_s: f64,
+    /// utime+stime of the server process C.
+    pub server_cpu_s: f64,
+    /// Peak RSS (VmHWM) of B and C.
+    pub client_peak_rss_kib: u64,
+    pub server_peak_rss_kib: u64,
+    /// CPU the traffic source and sink spent (to show they were not the bottleneck).
+    pub source_sink_cpu_s: f64,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Stat {
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Summary {
+    pub mbps: Stat,
+    pub client_cpu_per_gib: Stat,
+    pub server_cpu_per_gib: Stat,
+    pub client_peak_rss_kib: Stat,
+    pub server_peak_rss_kib: Stat,
+    pub source_sink_cpu_per_gib: Stat,
+    /// KiB per idle connection on B and on C, when measured (`--idle N`).
+    pub idle_kib_per_conn: Option<IdleMemory>,
+    /// Connect + first byte through the chain, when measured (`--latency`).
+    pub latency: Option<Latency>,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct IdleMemory {
+    pub connections: u32,
+    pub client_kib: f64,
+    pub server_kib: f64,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Latency {
+    pub connections: u32,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}

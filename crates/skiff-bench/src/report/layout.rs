@@ -1,0 +1,201 @@
+//! Which rows a report shows, in which order, and which one is best: decided once here so the
+//! table, results.md and the chart agree.
+//!
+//! Rows are grouped by combination (and by direction and parallel, when a run has several):
+//! the raw baseline first, then each combination in the order the run measured it. Within a
+//! group Skiff comes first and each peer after it in the run's order, so a reader always finds
+//! Skiff in the same place beside the peers it is measured against.
+
+use crate::model::{BenchRun, Row};
+
+use super::format::RAW;
+
+/// The name Skiff's own rows carry.
+pub(crate) const SKIFF: &str = "skiff";
+
+pub(crate) struct Group<'a> {
+    pub combination: &'a str,
+    pub direction: &'a str,
+    pub parallel: u32,
+    pub rows: Vec<&'a Row>,
+    /// Index into `rows` of the highest median Mbit/s among the proxies that ran, when there
+    /// were at least two to choose from.
+    pub best: Option<usize>,
+}
+
+pub(crate) struct Layout<'a> {
+    pub groups: Vec<Group<'a>>,
+    /// Whether the run mixes directions or parallel counts, so a group's label must say which.
+    pub varied_direction: bool,
+    pub varied_parallel: bool,
+}
+
+impl Group<'_> {
+    /// The group's name: the combination, plus direction and parallel when the run has several.
+    pub(crate) fn label(&self, layout: &Layout<'_>) -> String {
+        let mut s = self.combination.to_owned();
+        if layout.varied_direction {
+            s.push(' ');
+            s.push_str(self.direction);
+        }
+        if layout.varied_parallel {
+            s.push_str(&format!(" ×{}", self.parallel));
+        }
+        s
+    }
+}
+
+/// Whether a row produced figures worth drawing.
+pub(crate) fn ran(row: &Row) -> bool {
+    row.error.is_none() && !row.samples.is_empty()
+}
+
+pub(crate) fn layout(run: &BenchRun) -> Layout<'_> {
+    let mut groups: Vec<Group<'_>> = Vec::new();
+    for row in &run.rows {
+        let same = |g: &&mut Group<'_>| {
+            g.combination == row.combination
+                && g.direction == row.direction
+                && g.parallel == row.parallel
+        };
+        match groups.iter_mut().find(same) {
+            Some(g) => g.rows.push(row),
+            None => groups.push(Group {
+                combination: &row.combination,
+                direction: &row.direction,
+                parallel: row.parallel,
+                rows: vec![row],
+                best: None,
+            }),
+        }
+    }
+    // Stable sorts: everything not singled out keeps the run's order.
+    groups.sort_by_key(|g| !g.rows.iter().any(|r| r.implementation == RAW));
+    for g in &mut groups {
+        g.rows.sort_by_key(|r| match r.implementation.as_str() {
+            RAW => 0,
+            SKIFF => 1,
+            _ => 2,
+        });
+        g.best = best(&g.rows);
+    }
+    let first = run.rows.first();
+    Layout {
+        varied_direction: run
+            .rows
+            .iter()
+            .any(|r| Some(&r.direction) != first.map(|f| &f.direction)),
+        varied_parallel: run
+            .rows
+            .iter()
+            .any(|r| Some(r.parallel) != first.map(|f| f.parallel)),
+        groups,
+    }
+}
+
+/// The proxy with the highest median throughput; the raw row is the ceiling, not a contender.
+fn best(rows: &[&Row]) -> Option<usize> {
+    let contenders: Vec<usize> = (0..rows.len())
+        .filter(|&i| ran(rows[i]) && rows[i].implementation != RAW)
+        .collect();
+    if contenders.len() < 2 {
+        return None;
+    }
+    contenders.into_iter().max_by(|&a, &b| {
+        rows[a]
+            .summary
+            .mbps
+            .median
+            .total_cmp(&rows[b].summary.mbps.median)
+    })
+}
+
+/// Every implementation in the run that is a proxy, Skiff first, then the peers in the order the
+/// run first mentions them: the order of the chart's legend and colours.
+pub(crate) fn implementations(run: &BenchRun) -> Vec<&str> {
+    let mut names: Vec<&str> = Vec::new();
+    for r in &run.rows {
+        if !names.contains(&r.implementation.as_str()) {
+            names.push(&r.implementation);
+        }
+    }
+    names.sort_by_key(|&n| match n {
+        RAW => 0,
+        SKIFF => 1,
+        _ => 2,
+    });
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture;
+
+    #[test]
+    fn raw_first_then_combinations_in_run_order_skiff_first_within() {
+        let run = fixture::run();
+        let l = layout(&run);
+        let order: Vec<(&str, Vec<&str>)> = l
+            .groups
+            .iter()
+            .map(|g| {
+                (
+                    g.combination,
+                    g.rows.iter().map(|r| r.implementation.as_str()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("raw", vec!["-"]),
+                ("vless-tcp", vec!["skiff", "v2ray", "xray"]),
+                ("ss-aes-128-gcm", vec!["skiff", "ss-libev", "ss-rust"]),
+                ("tunnel", vec!["skiff", "v2ray"]),
+            ]
+        );
+        assert!(!l.varied_direction && !l.varied_parallel);
+    }
+
+    #[test]
+    fn best_is_the_fastest_proxy_that_ran() {
+        let run = fixture::run();
+        let l = layout(&run);
+        let best: Vec<Option<&str>> = l
+            .groups
+            .iter()
+            .map(|g| g.best.map(|i| g.rows[i].implementation.as_str()))
+            .collect();
+        // raw: no contest; ss: ss-libev beats skiff and the failed ss-rust is not counted.
+        assert_eq!(best, [None, Some("skiff"), Some("ss-libev"), Some("skiff")]);
+    }
+
+    #[test]
+    fn directions_split_groups_and_show_in_labels() {
+        let mut run = fixture::run();
+        let mut down = run.rows[1].clone();
+        down.direction = "download".into();
+        run.rows.push(down);
+        let l = layout(&run);
+        assert!(l.varied_direction);
+        let labels: Vec<String> = l.groups.iter().map(|g| g.label(&l)).collect();
+        assert!(
+            labels.contains(&"vless-tcp upload".to_owned()),
+            "{labels:?}"
+        );
+        assert!(
+            labels.contains(&"vless-tcp download".to_owned()),
+            "{labels:?}"
+        );
+    }
+
+    #[test]
+    fn implementations_put_skiff_before_peers() {
+        let run = fixture::run();
+        assert_eq!(
+            implementations(&run),
+            ["-", "skiff", "v2ray", "xray", "ss-libev", "ss-rust"]
+        );
+    }
+}

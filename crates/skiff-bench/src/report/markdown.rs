@@ -1,0 +1,267 @@
+//! results.md: the run written up for a person reading it on GitHub or in an editor.
+
+use std::fmt::Write;
+
+use crate::model::{BenchRun, Row, Stat};
+
+use super::format::{self, impl_label, kib_to_mib, measured, median_range, num};
+use super::layout::{self, ran};
+
+/// The dash between min and max: GitHub renders an en dash, and results.md is not a terminal.
+const DASH: &str = "–";
+
+pub fn markdown(run: &BenchRun) -> String {
+    let mut md = String::new();
+    // `write!` into a String cannot fail; the results are ignored with `let _`.
+    let _ = writeln!(md, "# Skiff bench results\n");
+    let _ = writeln!(md, "Run started {} (UTC).\n", esc(&run.started));
+    options(&mut md, run);
+    machine(&mut md, run);
+    binaries(&mut md, run);
+    results(&mut md, run);
+    md
+}
+
+fn options(md: &mut String, run: &BenchRun) {
+    let o = &run.options;
+    let _ = writeln!(md, "## Options\n");
+    let mut item = |k: &str, v: String| {
+        let _ = writeln!(md, "- {k}: {}", esc(&v));
+    };
+    if let Some(n) = o.size_bytes {
+        item("size per run", format!("{} ({n} bytes)", format::bytes(n)));
+    }
+    if let Some(s) = o.duration_secs {
+        item("duration per run", format!("{} s", num(s)));
+    }
+    item("repeats", o.repeats.to_string());
+    item("parallel streams", o.parallel.to_string());
+    item("direction", o.direction.clone());
+    item("payload", o.payload.clone());
+    item(
+        "emulated link",
+        o.link.clone().unwrap_or_else(|| "none".into()),
+    );
+    item(
+        "CPU limit",
+        o.cpu_limit.clone().unwrap_or_else(|| "none".into()),
+    );
+    md.push('\n');
+}
+
+fn machine(md: &mut String, run: &BenchRun) {
+    let m = &run.machine;
+    let _ = writeln!(md, "## Machine\n");
+    let _ = writeln!(md, "- CPU: {} ({} cores)", esc(&m.cpu_model), m.cores);
+    let _ = writeln!(
+        md,
+        "- memory: {}",
+        format::bytes(m.memory_kib.saturating_mul(1024))
+    );
+    let _ = writeln!(md, "- kernel: {}\n", esc(&m.kernel));
+}
+
+fn binaries(md: &mut String, run: &BenchRun) {
+    let _ = writeln!(md, "## Binaries\n");
+    if run.binaries.is_empty() {
+        let _ = writeln!(md, "None recorded.\n");
+        return;
+    }
+    let _ = writeln!(md, "| name | version | path |\n| --- | --- | --- |");
+    for b in &run.binaries {
+        let _ = writeln!(
+            md,
+            "| {} | {} | `{}` |",
+            esc(&b.name),
+            esc(&b.version),
+            code(&b.path)
+        );
+    }
+    md.push('\n');
+}
+
+fn results(md: &mut String, run: &BenchRun) {
+    let layout = layout::layout(run);
+    let rows = || layout.groups.iter().flat_map(|g| g.rows.iter());
+    let idle = rows().any(|r| r.summary.idle_kib_per_conn.is_some());
+    let latency = rows().any(|r| r.summary.latency.is_some());
+    let error = rows().any(|r| r.error.is_some());
+
+    let _ = writeln!(md, "## Results\n");
+    let _ = writeln!(
+        md,
+        "Each figure is `median (min{DASH}max)` over the repeats. Mbit/s counts 10^6 bits; \
+         CPU-s/GiB is CPU-seconds spent per GiB moved; B is the proxy client, C the proxy \
+         server. **Bold**: the fastest proxy in its combination.\n"
+    );
+    let _ = writeln!(
+        md,
+        "![throughput and CPU cost per implementation](chart.svg)\n"
+    );
+
+    let mut header = vec![
+        "combination",
+        "implementation",
+        "Mbit/s",
+        "CPU-s/GiB B",
+        "CPU-s/GiB C",
+        "peak RSS MiB B",
+        "peak RSS MiB C",
+    ];
+    if idle {
+        header.extend(["idle KiB/conn B", "idle KiB/conn C"]);
+    }
+    if latency {
+        header.extend(["latency p50 ms", "latency p99 ms"]);
+    }
+    if error {
+        header.push("error");
+    }
+    let _ = writeln!(md, "| {} |", header.join(" | "));
+    let align: Vec<&str> = header
+        .iter()
+        .map(|h| {
+            if matches!(*h, "combination" | "implementation" | "error") {
+                "---"
+            } else {
+                "---:"
+            }
+        })
+        .collect();
+    let _ = writeln!(md, "| {} |", align.join(" | "));
+
+    for group in &layout.groups {
+        let label = group.label(&layout);
+        for (i, row) in group.rows.iter().enumerate() {
+            let mut cells = vec![esc(&label), esc(impl_label(&row.implementation))];
+            cells.extend(figures(row, group.best == Some(i)));
+            if idle {
+                let m = row.summary.idle_kib_per_conn.filter(|_| ran(row));
+                cells.push(m.map_or("-".into(), |m| num(m.client_kib)));
+                cells.push(m.map_or("-".into(), |m| num(m.server_kib)));
+            }
+            if latency {
+                let l = row.summary.latency.filter(|_| ran(row));
+                cells.push(l.map_or("-".into(), |l| num(l.p50_ms)));
+                cells.push(l.map_or("-".into(), |l| num(l.p99_ms)));
+            }
+            if error {
+                cells.push(row.error.as_deref().map_or(String::new(), esc));
+            }
+            let _ = writeln!(md, "| {} |", cells.join(" | "));
+        }
+    }
+}
+
+/// The five `median (min–max)` cells every row has, "-" where there is nothing to show.
+fn figures(row: &Row, best: bool) -> Vec<String> {
+    let s = &row.summary;
+    let ok = ran(row);
+    let fig = |v: &Stat| {
+        if ok && measured(v) {
+            median_range(v, DASH)
+        } else {
+            "-".into()
+        }
+    };
+    let mbps = fig(&s.mbps);
+    vec![
+        if best { format!("**{mbps}**") } else { mbps },
+        fig(&s.client_cpu_per_gib),
+        fig(&s.server_cpu_per_gib),
+        fig(&kib_to_mib(&s.client_peak_rss_kib)),
+        fig(&kib_to_mib(&s.server_peak_rss_kib)),
+    ]
+}
+
+/// Text made safe for a markdown table cell or list item: `|` would end the cell, `<` could
+/// open HTML, `*`, `_` and `` ` `` could start emphasis or code, and a newline would end the row.
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' | '|' | '*' | '_' | '`' | '[' | ']' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\n' | '\r' => out.push(' '),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Text for inside a code span in a table: backslashes are literal there, but `|` still ends
+/// the cell and a backtick would end the span.
+fn code(s: &str) -> String {
+    s.replace('|', "\\|")
+        .replace('`', "'")
+        .replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture;
+
+    fn table_line<'a>(md: &'a str, needle: &str) -> &'a str {
+        md.lines()
+            .find(|l| l.starts_with('|') && l.contains(needle))
+            .unwrap_or_else(|| panic!("no table line with {needle:?} in\n{md}"))
+    }
+
+    #[test]
+    fn has_title_options_machine_binaries_and_results() {
+        let run = fixture::run();
+        let md = markdown(&run);
+        println!("{md}");
+        assert!(md.starts_with("# Skiff bench results\n"));
+        for section in ["## Options", "## Machine", "## Binaries", "## Results"] {
+            assert!(md.contains(section), "{section}");
+        }
+        assert!(md.contains("- repeats: 3"));
+        assert!(md.contains("- size per run: 1 GiB (1073741824 bytes)"));
+        assert!(md.contains("- kernel: 6.1.0-test"));
+        // The CPU model is escaped, not read as HTML.
+        assert!(md.contains("AMD EPYC 7B13 &lt;test&gt; &amp; co"));
+        assert!(md.contains("| xray | 1.8.24 | `/usr/local/bin/xray` |"));
+        assert!(md.contains("| ss-rust | 1.21.2 |"));
+    }
+
+    #[test]
+    fn results_show_median_min_max_and_bold_best() {
+        let md = markdown(&fixture::run());
+        let skiff = table_line(&md, "| vless-tcp | skiff |");
+        assert!(skiff.contains("| **9400 (9100–9650)** |"), "{skiff}");
+        // CPU B: median 0.8 of 0.78–0.85.
+        assert!(skiff.contains("| 0.800 (0.780–0.850) |"), "{skiff}");
+        // RSS the same every repeat: just the number.
+        assert!(skiff.contains("| 10.0 | 20.0 |"), "{skiff}");
+        assert!(table_line(&md, "| ss-aes-128-gcm | ss-libev |").contains("**6550 (6500–6600)**"));
+        // The failed row: dashes and its error, with the pipe escaped.
+        let failed = table_line(&md, "| ss-aes-128-gcm | ss-rust |");
+        assert!(failed.contains("| - | - |"), "{failed}");
+        assert!(
+            failed.ends_with("status 1 \\| bind: address in use |"),
+            "{failed}"
+        );
+        // Every line of the results table has as many cells as its header.
+        let cells = |l: &str| l.replace("\\|", "").matches('|').count();
+        let mut lines = md.lines().skip_while(|l| !l.starts_with("| combination |"));
+        let header = cells(lines.next().unwrap());
+        let body: Vec<&str> = lines.take_while(|l| l.starts_with('|')).collect();
+        assert_eq!(body.len(), 1 + fixture::run().rows.len());
+        for l in body {
+            assert_eq!(cells(l), header, "{l}");
+        }
+    }
+
+    #[test]
+    fn escapes_markdown_specials() {
+        assert_eq!(esc("a|b*c_d<e>"), "a\\|b\\*c\\_d&lt;e&gt;");
+        assert_eq!(esc("two\nlines"), "two lines");
+    }
+}
