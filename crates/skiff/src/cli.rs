@@ -36,6 +36,9 @@ pub enum Command {
         #[command(flatten)]
         config: ConfigArgs,
     },
+    /// Measure Skiff (and the peers installed here) the way the community's reports do:
+    /// source → proxy client → proxy server → sink, throughput, CPU per GiB and memory.
+    Bench(Box<skiff_bench::BenchArgs>),
     /// Print the version.
     Version,
     /// Print a random UUID, or with -i the UUID Xray derives from any string.

@@ -14,6 +14,7 @@ use skiff_config::{Diagnostic, Loaded, Source};
 fn main() -> ExitCode {
     let cli = Cli::parse_from(cli::normalize_args(std::env::args_os()));
     match cli.command {
+        Command::Bench(args) => skiff_bench::main(*args),
         Command::Version => {
             println!("skiff {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

@@ -1,0 +1,167 @@
+//! `skiff bench` flags and their parsing into run options.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::runner::Side;
+use crate::traffic::{Amount, Mode};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Bytes per run, e.g. 256M, 1G (default 1G; with --link, 20 s runs instead).
+    #[arg(short = 'n', long, value_name = "SIZE")]
+    pub size: Option<String>,
+    /// Run for a duration instead of a size, e.g. 30s.
+    #[arg(short = 't', long, value_name = "DURATION", conflicts_with = "size")]
+    pub time: Option<String>,
+    /// Parallel connections per run.
+    #[arg(short = 'P', long, default_value_t = 1, value_name = "N")]
+    pub parallel: u32,
+    /// Repeats per row; the table shows min / median / max.
+    #[arg(short = 'r', long, default_value_t = 3, value_name = "N")]
+    pub repeats: u32,
+    /// Which way the bulk data flows: upload (A→D), download (D→A) or both (default upload;
+    /// with --link, download, as the reports measured lossy links).
+    #[arg(short = 'd', long, value_name = "DIR")]
+    pub direction: Option<String>,
+    /// Payload: raw bytes, or tls (bulk data inside end-to-end TLS 1.3).
+    #[arg(long, default_value = "raw", value_name = "KIND")]
+    pub payload: String,
+    /// Only combinations whose name contains one of these comma-separated words.
+    #[arg(short = 'f', long, value_name = "WORDS")]
+    pub filter: Option<String>,
+    /// Peers to run beside Skiff: auto (all found), none, or a list such as v2ray,xray=/opt/xray.
+    #[arg(long, default_value = "auto", value_name = "LIST")]
+    pub peers: String,
+    /// Cap a side's CPU with a cgroup, e.g. 15%.
+    #[arg(long, value_name = "PERCENT")]
+    pub cpu_limit: Option<String>,
+    /// Which side --cpu-limit caps: b (proxy client) or c (proxy server).
+    #[arg(long, default_value = "b", value_name = "SIDE")]
+    pub cap: String,
+    /// Put B and C in two network namespaces joined by an emulated link, e.g.
+    /// delay=100ms,loss=9%[,rate=100mbit][,queue=N] (root).
+    #[arg(long, value_name = "SPEC")]
+    pub link: Option<String>,
+    /// Also open N idle connections per row and report KiB per connection on B and C.
+    #[arg(long, value_name = "N")]
+    pub idle: Option<u32>,
+    /// Also measure connect + first byte over N connections (p50 / p99).
+    #[arg(long, value_name = "N")]
+    pub latency: Option<u32>,
+    /// Cross-check the raw and tunnel rows with iperf3 over the same path.
+    #[arg(long)]
+    pub iperf3: bool,
+    /// Write results.json, results.md and chart.svg here.
+    #[arg(short = 'o', long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print ratios against an earlier results.json.
+    #[arg(long, value_name = "OLD.json")]
+    pub compare: Option<PathBuf>,
+    /// List the combinations and the peers found, then exit.
+    #[arg(long)]
+    pub list: bool,
+    /// The skiff binary to run as B and C (default: this one).
+    #[arg(long, value_name = "PATH")]
+    pub skiff: Option<PathBuf>,
+}
+
+/// Parses sizes such as 512K, 256M, 1G, 1.5G, 1000000 (binary multiples).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size (e.g. 256M, 1G)"))?;
+    let mult = match unit
+        .trim()
+        .to_ascii_lowercase()
+        .trim_end_matches("ib")
+        .trim_end_matches('b')
+    {
+        "" => 1u64,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        "t" => 1 << 40,
+        _ => return Err(format!("`{text}`: unknown size unit (K, M, G)")),
+    };
+    let bytes = value * mult as f64;
+    if !(1.0..=1e15).contains(&bytes) {
+        return Err(format!("`{text}` is out of range"));
+    }
+    Ok(bytes as u64)
+}
+
+/// Parses durations such as 30s, 500ms, 2m.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration (e.g. 30s)"))?;
+    let secs = match unit.trim() {
+        "" | "s" => value,
+        "ms" => value / 1e3,
+        "us" => value / 1e6,
+        "m" | "min" => value * 60.0,
+        _ => return Err(format!("`{text}`: unknown duration unit (ms, s, m)")),
+    };
+    if !(0.0..=86_400.0).contains(&secs) || secs == 0.0 {
+        return Err(format!("`{text}` is out of range"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+impl BenchArgs {
+    pub fn amount(&self) -> Result<Amount, String> {
+        match (&self.size, &self.time) {
+            (_, Some(t)) => Ok(Amount::Duration(parse_duration(t)?)),
+            (Some(s), None) => Ok(Amount::Bytes(parse_size(s)?)),
+            // A lossy link may carry well under 1 Mbit/s: bound the run by time, not size.
+            (None, None) if self.link.is_some() => Ok(Amount::Duration(Duration::from_secs(20))),
+            (None, None) => Ok(Amount::Bytes(1 << 30)),
+        }
+    }
+
+    pub fn mode(&self) -> Result<Mode, String> {
+        match &self.direction {
+            Some(d) => Mode::parse(d)
+                .ok_or_else(|| format!("--direction `{d}`: expected upload, download or both")),
+            // Timed downloads are measured where the bytes arrive (A), exact even when the
+            // link is too slow to drain its buffers by the end of the run.
+            None if self.link.is_some() => Ok(Mode::Download),
+            None => Ok(Mode::Upload),
+        }
+    }
+
+    pub fn side(&self) -> Result<Side, String> {
+        match self.cap.to_ascii_lowercase().as_str() {
+            "b" | "client" => Ok(Side::B),
+            "c" | "server" => Ok(Side::C),
+            other => Err(format!("--cap `{other}`: expected b or c")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_durations() {
+        assert_eq!(parse_size("1G").unwrap(), 1 << 30);
+        assert_eq!(parse_size("256M").unwrap(), 256 << 20);
+        assert_eq!(parse_size("1.5GiB").unwrap(), 3 << 29);
+        assert_eq!(parse_size("1000").unwrap(), 1000);
+        assert!(parse_size("12X").is_err());
+        assert!(parse_size("-1G").is_err());
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert!(parse_duration("0s").is_err());
+    }
+}

@@ -1,0 +1,279 @@
+//! `skiff bench` from flags to printed table: discover peers, run the matrix row by row with a
+//! progress bar, print the table, write the files, compare with an earlier run.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::args::BenchArgs;
+use crate::combos::{self, Combination, Kind};
+use crate::impls::{self, Implementation};
+use crate::model::{BenchRun, BinaryInfo, Machine, Row, RunOptions};
+use crate::report;
+use crate::runner::{self, Place, RowOptions, WorkDir};
+use crate::traffic::Amount;
+
+pub fn main(args: BenchArgs) -> ExitCode {
+    match run(args) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: BenchArgs) -> Result<ExitCode, String> {
+    let skiff_path = match &args.skiff {
+        Some(p) => p.clone(),
+        None => {
+            std::env::current_exe().map_err(|e| format!("cannot find the skiff binary: {e}"))?
+        }
+    };
+    let skiff = impls::skiff(skiff_path);
+    let (peers, missing) = impls::discover(&args.peers);
+    for note in &missing {
+        eprintln!("warning: {note}");
+    }
+    let selected = combos::select(args.filter.as_deref());
+    if args.list {
+        print_list(&skiff, &peers, &selected);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if selected.is_empty() {
+        return Err(format!(
+            "no combination matches `{}`; see --list",
+            args.filter.unwrap_or_default()
+        ));
+    }
+    if args.payload != "raw" {
+        return Err(format!(
+            "--payload {}: only raw payloads exist yet; TLS payloads arrive with the TLS layer",
+            args.payload
+        ));
+    }
+    let started = SystemTime::now();
+    let amount = args.amount()?;
+    let mode = args.mode()?;
+    let cpu_limit = match &args.cpu_limit {
+        Some(text) => Some((crate::cgroup::parse_percent(text)?, args.side()?)),
+        None => None,
+    };
+    if args.repeats == 0 || args.parallel == 0 {
+        return Err("--repeats and --parallel must be at least 1".into());
+    }
+    let opts = RowOptions {
+        amount,
+        mode,
+        parallel: args.parallel,
+        repeats: args.repeats,
+        cpu_limit,
+        idle: args.idle,
+        latency: args.latency,
+    };
+
+    let link = match &args.link {
+        Some(spec) => Some(crate::netlab::setup(spec)?),
+        None => None,
+    };
+    let place = link
+        .as_ref()
+        .map_or_else(Place::loopback, crate::netlab::place);
+    let workdir = WorkDir::new().map_err(|e| format!("cannot create a scratch directory: {e}"))?;
+
+    // The matrix: the raw row, then every combination with Skiff and each peer that speaks it.
+    let mut jobs: Vec<(Combination, Option<&Implementation>)> = Vec::new();
+    for combo in &selected {
+        if combo.kind == Kind::Raw {
+            jobs.push((*combo, None));
+            continue;
+        }
+        for imp in std::iter::once(&skiff).chain(peers.iter()) {
+            if imp.supports(combo) {
+                jobs.push((*combo, Some(imp)));
+            }
+        }
+    }
+    let bar = progress_bar(jobs.len() as u64);
+    let mut rows = Vec::new();
+    for (combo, imp) in &jobs {
+        let label = format!("{} · {}", combo.name, imp.map_or("direct", |i| i.name));
+        bar.set_message(label.clone());
+        let row = runner::run_row(combo, *imp, &opts, &place, &workdir.0, &|step| {
+            bar.set_message(format!("{label} · {step}"));
+        });
+        if let Some(e) = &row.error {
+            bar.println(format!("{label}: failed: {e}"));
+        }
+        rows.push(row);
+        bar.inc(1);
+        if crate::netlab::interrupted() {
+            bar.abandon_with_message("interrupted");
+            return Err("interrupted; namespaces and processes were cleaned up".into());
+        }
+    }
+    if args.iperf3 && link.is_none() {
+        bar.set_message("iperf3 cross-check");
+        rows.extend(crate::iperf::cross_check(
+            &skiff, &selected, &opts, &workdir.0,
+        ));
+    }
+    bar.finish_and_clear();
+
+    let mut binaries = vec![BinaryInfo {
+        name: "skiff".into(),
+        path: skiff.client.display().to_string(),
+        version: skiff.version.clone(),
+    }];
+    binaries.extend(peers.iter().map(|p| BinaryInfo {
+        name: p.name.into(),
+        path: p.server.display().to_string(),
+        version: p.version.clone(),
+    }));
+    if args.iperf3
+        && let Some(path) = crate::process::which("iperf3")
+    {
+        let version = impls::version_of(&path, &["--version"]);
+        binaries.push(BinaryInfo {
+            name: "iperf3".into(),
+            path: path.display().to_string(),
+            version,
+        });
+    }
+    let run = BenchRun {
+        started: skiff_core::time::rfc3339_utc(started),
+        machine: machine(),
+        binaries,
+        options: RunOptions {
+            size_bytes: match amount {
+                Amount::Bytes(b) => Some(b),
+                Amount::Duration(_) => None,
+            },
+            duration_secs: match amount {
+                Amount::Duration(d) => Some(d.as_secs_f64()),
+                Amount::Bytes(_) => None,
+            },
+            parallel: args.parallel,
+            repeats: args.repeats,
+            direction: mode.name().into(),
+            payload: args.payload.clone(),
+            link: args.link.clone(),
+            cpu_limit: args
+                .cpu_limit
+                .as_ref()
+                .map(|l| format!("{l} on {}", args.cap.to_ascii_lowercase())),
+        },
+        rows,
+    };
+    drop(link);
+    println!("{}", report::terminal_table(&run));
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let written =
+            report::write_all(&run, dir).map_err(|e| format!("cannot write results: {e}"))?;
+        for path in written {
+            println!("wrote {}", path.display());
+        }
+    }
+    if let Some(old) = &args.compare {
+        let old = report::read_json(old)?;
+        println!("{}", report::compare(&old, &run));
+    }
+    let failed = run.rows.iter().filter(|r| r.error.is_some()).count();
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}
+
+fn progress_bar(len: u64) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    if std::io::stderr().is_terminal() {
+        bar.set_draw_target(ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {wide_msg}",
+        ) {
+            bar.set_style(style);
+        }
+        bar.enable_steady_tick(Duration::from_millis(200));
+    } else {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    bar
+}
+
+fn print_list(skiff: &Implementation, peers: &[Implementation], combos: &[Combination]) {
+    println!("Combinations:");
+    for c in combos {
+        let who: Vec<&str> = std::iter::once(skiff)
+            .chain(peers.iter())
+            .filter(|i| i.supports(c))
+            .map(|i| i.name)
+            .collect();
+        let who = if c.kind == Kind::Raw {
+            "(no proxy)".to_string()
+        } else {
+            who.join(", ")
+        };
+        println!("  {:<16} {}  [{}]", c.name, c.about, who);
+    }
+    println!("\nImplementations:");
+    println!(
+        "  {:<10} {}  ({})",
+        "skiff",
+        skiff.client.display(),
+        skiff.version
+    );
+    for p in peers {
+        println!("  {:<10} {}  ({})", p.name, p.server.display(), p.version);
+    }
+    let known: Vec<&str> = impls::peer_names();
+    let absent: Vec<&&str> = known
+        .iter()
+        .filter(|n| !peers.iter().any(|p| p.name == **n))
+        .collect();
+    if !absent.is_empty() {
+        println!(
+            "  not found: {}",
+            absent.iter().map(|s| **s).collect::<Vec<_>>().join(", ")
+        );
+    }
+}
+
+fn machine() -> Machine {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu_model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    let memory_kib = std::fs::read_to_string("/proc/meminfo")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    Machine {
+        cpu_model,
+        cores: std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1),
+        memory_kib,
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+    }
+}
+
+/// Rows whose combination and implementation match, for tests and the README.
+pub fn find<'a>(rows: &'a [Row], combination: &str, implementation: &str) -> Option<&'a Row> {
+    rows.iter()
+        .find(|r| r.combination == combination && r.implementation == implementation)
+}

@@ -1,0 +1,67 @@
+//! The combinations `skiff bench` knows: each is one way of carrying A's traffic from B to C.
+//! Protocol issues register theirs here; nothing is listed that Skiff cannot run.
+
+/// How B and C talk to each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A talks to D directly: the ceiling of the machine.
+    Raw,
+    /// B and C are plain port forwards (dokodemo-door → freedom): the relay alone.
+    Tunnel,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Combination {
+    pub name: &'static str,
+    pub about: &'static str,
+    pub kind: Kind,
+}
+
+pub const ALL: &[Combination] = &[
+    Combination {
+        name: "raw",
+        about: "A → D directly, no proxy (the ceiling)",
+        kind: Kind::Raw,
+    },
+    Combination {
+        name: "tunnel",
+        about: "dokodemo-door → freedom on B and on C (the relay alone: splice when possible)",
+        kind: Kind::Tunnel,
+    },
+];
+
+/// The combinations whose name matches any of the comma-separated `filter` words (substring
+/// match; an exact name wins so `raw` does not pull in `raw-tls`). No filter: all.
+pub fn select(filter: Option<&str>) -> Vec<Combination> {
+    let Some(filter) = filter else {
+        return ALL.to_vec();
+    };
+    let words: Vec<&str> = filter
+        .split(',')
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+        .collect();
+    ALL.iter()
+        .filter(|c| {
+            words
+                .iter()
+                .any(|w| c.name == *w || (!ALL.iter().any(|o| o.name == *w) && c.name.contains(w)))
+        })
+        .copied()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_by_name() {
+        assert_eq!(select(None).len(), ALL.len());
+        let names: Vec<_> = select(Some("raw")).iter().map(|c| c.name).collect();
+        assert_eq!(names, ["raw"]);
+        let names: Vec<_> = select(Some("tun, raw")).iter().map(|c| c.name).collect();
+        assert_eq!(names, ["raw", "tunnel"]);
+        assert!(select(Some("nothing-like-this")).is_empty());
+    }
+}

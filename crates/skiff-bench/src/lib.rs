@@ -1,0 +1,20 @@
+//! `skiff bench`: the lab that reproduces the community's proxy benchmark (source A → proxy
+//! client B → proxy server C → sink D) for Skiff and the peers installed on the machine.
+
+pub mod args;
+pub mod bench;
+pub mod cgroup;
+pub mod combos;
+pub mod impls;
+pub mod iperf;
+pub mod link;
+pub mod model;
+pub mod netlab;
+pub mod process;
+pub mod report;
+pub mod runner;
+pub mod stats;
+pub mod traffic;
+
+pub use args::BenchArgs;
+pub use bench::main;

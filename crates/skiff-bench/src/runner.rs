@@ -1,0 +1,371 @@
+//! Runs one row: starts C then B (each a separate process, so each side's CPU and memory are
+//! its own), warms the chain up, then measures each repeat with the bench's own source and
+//! sink, and optionally idle memory per connection and latency.
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::cgroup::CpuCap;
+use crate::combos::{Combination, Kind};
+use crate::impls::{Hops, Implementation, Role};
+use crate::model::{IdleMemory, Latency, Row, Sample};
+use crate::process::{Proc, free_port, own_cpu_s};
+use crate::stats::summarize;
+use crate::traffic::{self, Amount, Enter, Mode, Sink};
+
+/// Which side `--cpu-limit` caps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    B,
+    C,
+}
+
+#[derive(Clone, Debug)]
+pub struct RowOptions {
+    pub amount: Amount,
+    pub mode: Mode,
+    pub parallel: u32,
+    pub repeats: u32,
+    pub cpu_limit: Option<(f64, Side)>,
+    /// Open this many idle connections and report KiB per connection on B and C.
+    pub idle: Option<u32>,
+    /// Measure connect + first byte this many times.
+    pub latency: Option<u32>,
+}
+
+/// Where the hops live: plain loopback, or two namespaces joined by the emulated link.
+#[derive(Clone)]
+pub struct Place {
+    /// Namespace of A and B, and of C and D (None: the current one).
+    pub ns_b: Option<String>,
+    pub ns_c: Option<String>,
+    /// C's address as B reaches it.
+    pub c_ip: IpAddr,
+    pub enter_b: Option<Enter>,
+    pub enter_c: Option<Enter>,
+}
+
+impl Place {
+    pub fn loopback() -> Place {
+        Place {
+            ns_b: None,
+            ns_c: None,
+            c_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            enter_b: None,
+            enter_c: None,
+        }
+    }
+
+    fn port(&self) -> io::Result<u16> {
+        // Fresh namespaces have every port free; on the host ask the kernel.
+        if self.ns_b.is_some() {
+            Ok(20_000 + (std::process::id() % 20_000) as u16)
+        } else {
+            free_port()
+        }
+    }
+}
+
+/// Runs `combo` with `imp` (None: the raw row) and returns its row; failures become a row
+/// with an error rather than ending the whole bench.
+pub fn run_row(
+    combo: &Combination,
+    imp: Option<&Implementation>,
+    opts: &RowOptions,
+    place: &Place,
+    workdir: &Path,
+    progress: &dyn Fn(&str),
+) -> Row {
+    let implementation = imp.map_or("-", |i| i.name).to_string();
+    let mut row = Row {
+        combination: combo.name.to_string(),
+        implementation,
+        direction: opts.mode.name().to_string(),
+        parallel: opts.parallel,
+        samples: Vec::new(),
+        summary: Default::default(),
+        error: None,
+    };
+    let extra = measure(combo, imp, opts, place, workdir, progress, &mut row.samples);
+    row.summary = summarize(&row.samples);
+    match extra {
+        Ok((idle, latency)) => {
+            row.summary.idle_kib_per_conn = idle;
+            row.summary.latency = latency;
+        }
+        Err(e) => row.error = Some(e.to_string()),
+    }
+    row
+}
+
+/// A running A→B→C→D path. Dropping it ends the processes (by PID) and the sink.
+pub struct Chain {
+    pub b: Option<Proc>,
+    pub c: Option<Proc>,
+    /// Where A connects.
+    pub entry: SocketAddr,
+    _sink: Option<Sink>,
+    _caps: Vec<CpuCap>,
+}
+
+fn measure(
+    combo: &Combination,
+    imp: Option<&Implementation>,
+    opts: &RowOptions,
+    place: &Place,
+    workdir: &Path,
+    progress: &dyn Fn(&str),
+    samples: &mut Vec<Sample>,
+) -> io::Result<(Option<IdleMemory>, Option<Latency>)> {
+    let chain = start_chain(combo, imp, opts, place, workdir, None)?;
+    // Warm-up: a small transfer so lazy setup (first connections, page cache) is not measured.
+    traffic::transfer(
+        chain.entry,
+        opts.mode,
+        Amount::Bytes(4 << 20),
+        1,
+        place.enter_b.clone(),
+    )?;
+    for repeat in 1..=opts.repeats {
+        progress(&format!("run {repeat}/{}", opts.repeats));
+        let before = (usage(&chain.b), usage(&chain.c), own_cpu_s());
+        let t = traffic::transfer(
+            chain.entry,
+            opts.mode,
+            opts.amount,
+            opts.parallel,
+            place.enter_b.clone(),
+        )?;
+        let after = (usage(&chain.b), usage(&chain.c), own_cpu_s());
+        samples.push(Sample {
+            bytes: t.bytes,
+            seconds: t.seconds,
+            mbps: t.mbps(),
+            client_cpu_s: after.0.cpu_s - before.0.cpu_s,
+            server_cpu_s: after.1.cpu_s - before.1.cpu_s,
+            client_peak_rss_kib: after.0.peak_rss_kib,
+            server_peak_rss_kib: after.1.peak_rss_kib,
+            source_sink_cpu_s: after.2 - before.2,
+        });
+    }
+    let mut summary_extra = (None, None);
+    if let Some(n) = opts.idle.filter(|_| imp.is_some()) {
+        progress(&format!("{n} idle connections"));
+        let before = (usage(&chain.b), usage(&chain.c));
+        let held = traffic::hold(chain.entry, n, place.enter_b.clone())?;
+        std::thread::sleep(Duration::from_millis(1500));
+        let after = (usage(&chain.b), usage(&chain.c));
+        drop(held);
+        let per = |a: u64, b: u64| (a as f64 - b as f64) / f64::from(n.max(1));
+        summary_extra.0 = Some(IdleMemory {
+            connections: n,
+            client_kib: per(after.0.rss_kib, before.0.rss_kib),
+            server_kib: per(after.1.rss_kib, before.1.rss_kib),
+        });
+    }
+    if let Some(n) = opts.latency {
+        progress(&format!("latency × {n}"));
+        let mut ms: Vec<f64> = traffic::latency(chain.entry, n, place.enter_b.clone())?
+            .iter()
+            .map(|d| d.as_secs_f64() * 1e3)
+            .collect();
+        ms.sort_by(f64::total_cmp);
+        let p = |q: f64| {
+            ms.get(((ms.len() as f64 - 1.0) * q).round() as usize)
+                .copied()
+                .unwrap_or(0.0)
+        };
+        summary_extra.1 = Some(Latency {
+            connections: n,
+            p50_ms: p(0.5),
+            p99_ms: p(0.99),
+        });
+    }
+    for side in [&chain.b, &chain.c].into_iter().flatten() {
+        if !side_alive(side) {
+            return Err(io::Error::other(format!(
+                "{} died during the run: {}",
+                side.name,
+                side.output_tail(3)
+            )));
+        }
+    }
+    Ok(summary_extra)
+}
+
+fn side_alive(p: &Proc) -> bool {
+    crate::process::usage_of(p.pid()).peak_rss_kib > 0
+}
+
+fn usage(p: &Option<Proc>) -> crate::process::Usage {
+    p.as_ref().map(|p| p.usage()).unwrap_or_default()
+}
+
+/// Starts D (our sink, unless `external_d` names another one such as iperf3), then C, then B.
+pub fn start_chain(
+    combo: &Combination,
+    imp: Option<&Implementation>,
+    opts: &RowOptions,
+    place: &Place,
+    workdir: &Path,
+    external_d: Option<SocketAddr>,
+) -> io::Result<Chain> {
+    let (sink, d) = match external_d {
+        Some(d) => (None, d),
+        None => {
+            let ip = if place.ns_c.is_some() && combo.kind == Kind::Raw {
+                place.c_ip
+            } else {
+                IpAddr::V4(Ipv4Addr::LOCALHOST)
+            };
+            let sink = Sink::start(SocketAddr::new(ip, 0), place.enter_c.clone())?;
+            let d = sink.addr;
+            (Some(sink), d)
+        }
+    };
+    let (Some(imp), Kind::Tunnel) = (imp, combo.kind) else {
+        // The raw row: A talks to D directly.
+        return Ok(Chain {
+            b: None,
+            c: None,
+            entry: d,
+            _sink: sink,
+            _caps: Vec::new(),
+        });
+    };
+    let b_port = place.port()?;
+    let c_port = if place.ns_b.is_some() {
+        b_port + 1
+    } else {
+        free_port()?
+    };
+    let hops = Hops {
+        b_listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), b_port),
+        c_listen: SocketAddr::new(place.c_ip, c_port),
+        d,
+    };
+    let dir = workdir.join(format!("{}-{}", combo.name, imp.name));
+    std::fs::create_dir_all(&dir)?;
+    let mut caps = Vec::new();
+    let mut start = |role: Role,
+                     ns: &Option<String>,
+                     listen: SocketAddr,
+                     enter: &Option<Enter>|
+     -> io::Result<Proc> {
+        let label = match role {
+            Role::Client => "b",
+            Role::Server => "c",
+        };
+        let config = dir.join(format!("{label}.json"));
+        let text = imp.config(combo, role, &hops).ok_or_else(|| {
+            io::Error::other(format!("{} has no config for {}", imp.name, combo.name))
+        })?;
+        std::fs::write(&config, text)?;
+        let mut cmd = imp.command(role, &config);
+        if let Some(ns) = ns {
+            cmd = in_namespace(cmd, ns);
+        }
+        let mut proc = Proc::spawn(
+            &format!("{} {label}", imp.name),
+            cmd,
+            dir.join(format!("{label}.log")),
+        )?;
+        if let Some((percent, side)) = opts.cpu_limit {
+            let wanted = match role {
+                Role::Client => Side::B,
+                Role::Server => Side::C,
+            };
+            if side == wanted {
+                let cap = CpuCap::new(percent, label)?;
+                cap.add(proc.pid())?;
+                caps.push(cap);
+            }
+        }
+        wait_for_port(&mut proc, listen, enter)?;
+        Ok(proc)
+    };
+    let c = start(Role::Server, &place.ns_c, hops.c_listen, &place.enter_c)?;
+    let b = start(Role::Client, &place.ns_b, hops.b_listen, &place.enter_b)?;
+    Ok(Chain {
+        b: Some(b),
+        c: Some(c),
+        entry: hops.b_listen,
+        _sink: sink,
+        _caps: caps,
+    })
+}
+
+/// `ip netns exec NS program args…`: exec keeps the PID, so the process is measured as itself.
+fn in_namespace(cmd: Command, ns: &str) -> Command {
+    let mut wrapped = Command::new("ip");
+    wrapped
+        .arg("netns")
+        .arg("exec")
+        .arg(ns)
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            wrapped.env(k, v);
+        }
+    }
+    wrapped
+}
+
+/// Waits for `addr` to accept, connecting from the namespace `enter` puts a thread in.
+fn wait_for_port(proc: &mut Proc, addr: SocketAddr, enter: &Option<Enter>) -> io::Result<()> {
+    match enter {
+        None => proc.wait_for_port(addr, Duration::from_secs(15)),
+        Some(enter) => {
+            let enter = enter.clone();
+            let deadline = std::time::Instant::now() + Duration::from_secs(15);
+            loop {
+                let enter = enter.clone();
+                let reachable = std::thread::spawn(move || {
+                    enter().is_ok()
+                        && std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200))
+                            .is_ok()
+                })
+                .join()
+                .unwrap_or(false);
+                if reachable {
+                    return Ok(());
+                }
+                if !proc.alive() {
+                    return Err(io::Error::other(format!(
+                        "{} exited: {}",
+                        proc.name,
+                        proc.output_tail(5)
+                    )));
+                }
+                if std::time::Instant::now() > deadline {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("{} never listened on {addr}", proc.name),
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+/// A scratch directory for generated configs and logs, removed on drop.
+pub struct WorkDir(pub PathBuf);
+
+impl WorkDir {
+    pub fn new() -> io::Result<WorkDir> {
+        let dir = std::env::temp_dir().join(format!("skiff-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        Ok(WorkDir(dir))
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

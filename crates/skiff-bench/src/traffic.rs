@@ -1,0 +1,447 @@
+//! The bench's own traffic source (A) and sink (D), so no iperf is needed. Plain blocking
+//! sockets and one thread per connection and direction: the simplest code that moves tens of
+//! Gbit/s on loopback without becoming the bottleneck (its own CPU is measured and reported).
+//!
+//! Every connection starts with a 16-byte header from the source: `SKB1`, a mode byte, three
+//! zero bytes and a big-endian byte count (u64::MAX: "until the source stops").
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+const MAGIC: &[u8; 4] = b"SKB1";
+const CHUNK: usize = 256 * 1024;
+/// No single bench connection may hang a run: reads and writes give up after this.
+const IO_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs a closure in the calling thread before any socket is made: how the bench puts a
+/// thread into a network namespace for the lossy-link rows.
+pub type Enter = Arc<dyn Fn() -> io::Result<()> + Send + Sync>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Upload = 1,
+    Download = 2,
+    Both = 3,
+    /// Open and stay idle (memory per idle connection).
+    Hold = 4,
+    /// One byte there, one byte back (latency).
+    Ping = 5,
+}
+
+impl Mode {
+    fn from_byte(b: u8) -> Option<Mode> {
+        Some(match b {
+            1 => Mode::Upload,
+            2 => Mode::Download,
+            3 => Mode::Both,
+            4 => Mode::Hold,
+            5 => Mode::Ping,
+            _ => return None,
+        })
+    }
+
+    pub fn parse(text: &str) -> Option<Mode> {
+        match text {
+            "upload" | "up" => Some(Mode::Upload),
+            "download" | "down" => Some(Mode::Download),
+            "both" | "bidir" => Some(Mode::Both),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Upload => "upload",
+            Mode::Download => "download",
+            Mode::Both => "both",
+            Mode::Hold => "hold",
+            Mode::Ping => "ping",
+        }
+    }
+}
+
+fn header(mode: Mode, bytes: u64) -> [u8; 16] {
+    let mut h = [0u8; 16];
+    h[..4].copy_from_slice(MAGIC);
+    h[4] = mode as u8;
+    h[8..].copy_from_slice(&bytes.to_be_bytes());
+    h
+}
+
+fn parse_header(h: &[u8; 16]) -> Option<(Mode, u64)> {
+    if &h[..4] != MAGIC {
+        return None;
+    }
+    let mode = Mode::from_byte(h[4])?;
+    let mut n = [0u8; 8];
+    n.copy_from_slice(&h[8..]);
+    Some((mode, u64::from_be_bytes(n)))
+}
+
+/// Bytes that are not all zeros (some paths compress or special-case zero pages).
+fn pattern() -> Vec<u8> {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    (0..CHUNK)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+/// Writes `bytes` (or until `until` passes) from a fixed pattern; returns bytes written.
+fn pump_out(stream: &mut TcpStream, bytes: u64, until: Option<Instant>) -> io::Result<u64> {
+    let data = pattern();
+    let mut sent = 0u64;
+    while sent < bytes {
+        if until.is_some_and(|t| Instant::now() >= t) {
+            break;
+        }
+        let n = (bytes - sent).min(CHUNK as u64) as usize;
+        match stream.write(&data[..n]) {
+            Ok(0) => break,
+            Ok(w) => sent += w as u64,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(sent)
+}
+
+/// Reads until `bytes` arrived or EOF; returns bytes read.
+fn pump_in(stream: &mut TcpStream, bytes: u64) -> io::Result<u64> {
+    let mut buf = vec![0u8; CHUNK];
+    let mut got = 0u64;
+    while got < bytes {
+        let want = (bytes - got).min(CHUNK as u64) as usize;
+        match stream.read(&mut buf[..want]) {
+            Ok(0) => break,
+            Ok(n) => got += n as u64,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// The sink D: accepts connections and serves whatever mode each header asks for.
+pub struct Sink {
+    pub addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Sink {
+    /// Listens on `bind` (port 0: any) from a thread that first runs `enter`.
+    pub fn start(bind: SocketAddr, enter: Option<Enter>) -> io::Result<Sink> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stop_flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let listener = match enter
+                .as_ref()
+                .map_or(Ok(()), |f| f())
+                .and_then(|()| TcpListener::bind(bind))
+            {
+                Ok(l) => l,
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            };
+            let _ = tx.send(listener.local_addr());
+            // Poll with a short timeout instead of a blocking accept: the sink may live in
+            // another network namespace, where nobody outside could connect to wake it.
+            while !stop_flag.load(Ordering::Relaxed) {
+                if !readable(&listener, 100) {
+                    continue;
+                }
+                if let Ok((stream, _)) = listener.accept() {
+                    std::thread::spawn(move || {
+                        let _ = serve(stream);
+                    });
+                }
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(10))
+            .map_err(|_| io::Error::other("sink did not start"))??;
+        Ok(Sink {
+            addr,
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Waits up to `ms` for a pending connection on `listener`.
+fn readable(listener: &TcpListener, ms: i32) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut fd = libc::pollfd {
+        fd: listener.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    let n = unsafe { libc::poll(&mut fd, 1, ms) };
+    n > 0 && fd.revents & libc::POLLIN != 0
+}
+
+fn serve(mut stream: TcpStream) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    stream.set_read_timeout(Some(IO_TIMEOUT))?;
+    stream.set_write_timeout(Some(IO_TIMEOUT))?;
+    let mut h = [0u8; 16];
+    stream.read_exact(&mut h)?;
+    let (mode, bytes) = parse_header(&h).ok_or_else(|| io::Error::other("bad bench header"))?;
+    match mode {
+        Mode::Upload => {
+            let got = pump_in(&mut stream, bytes)?;
+            stream.write_all(&got.to_be_bytes())?;
+        }
+        Mode::Download => {
+            pump_out(&mut stream, bytes, None)?;
+            stream.shutdown(Shutdown::Write)?;
+        }
+        Mode::Both => {
+            let mut writer = stream.try_clone()?;
+            let out = std::thread::spawn(move || {
+                let r = pump_out(&mut writer, bytes, None);
+                let _ = writer.shutdown(Shutdown::Write);
+                r
+            });
+            pump_in(&mut stream, bytes)?;
+            let _ = out.join();
+        }
+        Mode::Hold => {
+            stream.set_read_timeout(None)?;
+            let mut b = [0u8; 1];
+            while stream.read(&mut b)? > 0 {}
+        }
+        Mode::Ping => {
+            let mut b = [0u8; 1];
+            while stream.read(&mut b)? > 0 {
+                stream.write_all(&b)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What one transfer moved.
+#[derive(Clone, Copy, Debug)]
+pub struct Transfer {
+    /// Payload bytes through the chain (both directions added for `Both`).
+    pub bytes: u64,
+    pub seconds: f64,
+}
+
+impl Transfer {
+    pub fn mbps(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.bytes as f64 * 8.0 / self.seconds / 1e6
+        } else {
+            0.0
+        }
+    }
+}
+
+/// How much each connection moves.
+#[derive(Clone, Copy, Debug)]
+pub enum Amount {
+    Bytes(u64),
+    Duration(Duration),
+}
+
+/// The source A: `parallel` connections to `entry`, each moving its share of `amount` in
+/// `mode`, all started together. Runs `enter` in the coordinating thread first.
+pub fn transfer(
+    entry: SocketAddr,
+    mode: Mode,
+    amount: Amount,
+    parallel: u32,
+    enter: Option<Enter>,
+) -> io::Result<Transfer> {
+    let parallel = parallel.max(1);
+    let handle = std::thread::spawn(move || -> io::Result<Transfer> {
+        if let Some(f) = &enter {
+            f()?;
+        }
+        let start = Instant::now();
+        let workers: Vec<_> = (0..parallel)
+            .map(|_| {
+                let (bytes, until) = match amount {
+                    Amount::Bytes(total) => (total / u64::from(parallel), None),
+                    Amount::Duration(d) => (u64::MAX, Some(start + d)),
+                };
+                std::thread::spawn(move || one_connection(entry, mode, bytes, until))
+            })
+            .collect();
+        let mut total = 0u64;
+        for w in workers {
+            total += w
+                .join()
+                .map_err(|_| io::Error::other("source thread panicked"))??;
+        }
+        Ok(Transfer {
+            bytes: total,
+            seconds: start.elapsed().as_secs_f64(),
+        })
+    });
+    handle
+        .join()
+        .map_err(|_| io::Error::other("source panicked"))?
+}
+
+fn one_connection(
+    entry: SocketAddr,
+    mode: Mode,
+    bytes: u64,
+    until: Option<Instant>,
+) -> io::Result<u64> {
+    let mut s = TcpStream::connect_timeout(&entry, Duration::from_secs(10))?;
+    s.set_nodelay(true)?;
+    s.set_read_timeout(Some(IO_TIMEOUT))?;
+    s.set_write_timeout(Some(IO_TIMEOUT))?;
+    s.write_all(&header(mode, bytes))?;
+    match mode {
+        Mode::Upload => {
+            pump_out(&mut s, bytes, until)?;
+            s.shutdown(Shutdown::Write)?;
+            // The sink's count: bytes that really crossed the chain, acknowledged at the end.
+            let mut ack = [0u8; 8];
+            s.read_exact(&mut ack)?;
+            Ok(u64::from_be_bytes(ack))
+        }
+        Mode::Download => match until {
+            None => pump_in(&mut s, bytes),
+            Some(t) => {
+                let mut buf = vec![0u8; CHUNK];
+                let mut got = 0u64;
+                while Instant::now() < t {
+                    match s.read(&mut buf)? {
+                        0 => break,
+                        n => got += n as u64,
+                    }
+                }
+                Ok(got)
+            }
+        },
+        Mode::Both => {
+            let mut writer = s.try_clone()?;
+            let out = std::thread::spawn(move || {
+                let r = pump_out(&mut writer, bytes, until);
+                let _ = writer.shutdown(Shutdown::Write);
+                r
+            });
+            let got = pump_in(&mut s, bytes)?;
+            let sent = out
+                .join()
+                .map_err(|_| io::Error::other("writer panicked"))??;
+            Ok(got + sent)
+        }
+        Mode::Hold | Mode::Ping => Err(io::Error::other("not a transfer mode")),
+    }
+}
+
+/// Opens `n` idle connections through `entry` (memory per idle connection). Keep the
+/// returned streams alive for as long as they should stay open.
+pub fn hold(entry: SocketAddr, n: u32, enter: Option<Enter>) -> io::Result<Vec<TcpStream>> {
+    let handle = std::thread::spawn(move || -> io::Result<Vec<TcpStream>> {
+        if let Some(f) = &enter {
+            f()?;
+        }
+        (0..n)
+            .map(|_| {
+                let mut s = TcpStream::connect_timeout(&entry, Duration::from_secs(10))?;
+                s.write_all(&header(Mode::Hold, 0))?;
+                Ok(s)
+            })
+            .collect()
+    });
+    handle
+        .join()
+        .map_err(|_| io::Error::other("hold panicked"))?
+}
+
+/// Connect + first byte back through the chain, `n` times in a row.
+pub fn latency(entry: SocketAddr, n: u32, enter: Option<Enter>) -> io::Result<Vec<Duration>> {
+    let handle = std::thread::spawn(move || -> io::Result<Vec<Duration>> {
+        if let Some(f) = &enter {
+            f()?;
+        }
+        (0..n)
+            .map(|_| {
+                let start = Instant::now();
+                let mut s = TcpStream::connect_timeout(&entry, Duration::from_secs(10))?;
+                s.set_nodelay(true)?;
+                s.set_read_timeout(Some(Duration::from_secs(10)))?;
+                let mut msg = header(Mode::Ping, 0).to_vec();
+                msg.push(b'?');
+                s.write_all(&msg)?;
+                let mut b = [0u8; 1];
+                s.read_exact(&mut b)?;
+                Ok(start.elapsed())
+            })
+            .collect()
+    });
+    handle
+        .join()
+        .map_err(|_| io::Error::other("latency panicked"))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sink() -> Sink {
+        Sink::start("127.0.0.1:0".parse().unwrap(), None).unwrap()
+    }
+
+    #[test]
+    fn header_round_trip() {
+        assert_eq!(
+            parse_header(&header(Mode::Both, 42)),
+            Some((Mode::Both, 42))
+        );
+        assert_eq!(parse_header(&[0u8; 16]), None);
+    }
+
+    #[test]
+    fn every_mode_moves_exactly_what_was_asked() {
+        let s = sink();
+        for mode in [Mode::Upload, Mode::Download] {
+            let t = transfer(s.addr, mode, Amount::Bytes(8 << 20), 2, None).unwrap();
+            assert_eq!(t.bytes, 8 << 20, "{mode:?}");
+            assert!(t.mbps() > 0.0);
+        }
+        let t = transfer(s.addr, Mode::Both, Amount::Bytes(4 << 20), 1, None).unwrap();
+        assert_eq!(t.bytes, 8 << 20);
+        let t = transfer(
+            s.addr,
+            Mode::Upload,
+            Amount::Duration(Duration::from_millis(200)),
+            1,
+            None,
+        )
+        .unwrap();
+        assert!(t.bytes > 0 && t.seconds >= 0.2);
+        assert_eq!(latency(s.addr, 5, None).unwrap().len(), 5);
+        assert_eq!(hold(s.addr, 3, None).unwrap().len(), 3);
+    }
+}

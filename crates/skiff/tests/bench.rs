@@ -1,0 +1,96 @@
+//! A tiny end-to-end `skiff bench` run (raw and tunnel rows, 16 MiB, one repeat): the real
+//! processes B and C start, the table prints, results.json/md and the SVG are written, and the
+//! figures are sane. Bounded well under a minute.
+
+use std::process::Command;
+
+fn skiff() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_skiff"))
+}
+
+#[test]
+fn tiny_bench_run_writes_every_report() {
+    let out = std::env::temp_dir().join(format!("skiff-bench-test-{}", std::process::id()));
+    let result = skiff()
+        .args([
+            "bench",
+            "-n",
+            "16M",
+            "-r",
+            "1",
+            "-f",
+            "raw,tunnel",
+            "--peers",
+            "none",
+            "--idle",
+            "50",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "bench failed:\n{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("tunnel") && stdout.contains("raw"),
+        "table:\n{stdout}"
+    );
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let rows = json["rows"].as_array().unwrap();
+    let row = |combo: &str, imp: &str| {
+        rows.iter()
+            .find(|r| r["combination"] == combo && r["implementation"] == imp)
+            .unwrap_or_else(|| panic!("no {combo}/{imp} row in {json}"))
+    };
+    for r in [row("raw", "-"), row("tunnel", "skiff")] {
+        assert!(r["error"].is_null(), "{r}");
+        let sample = &r["samples"][0];
+        assert_eq!(sample["bytes"], 16 << 20, "{r}");
+        assert!(sample["mbps"].as_f64().unwrap() > 0.0);
+    }
+    let tunnel = row("tunnel", "skiff");
+    // B and C were real processes that did the work.
+    assert!(
+        tunnel["samples"][0]["client_peak_rss_kib"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(tunnel["samples"][0]["client_cpu_s"].as_f64().unwrap() >= 0.0);
+    assert!(tunnel["summary"]["idle_kib_per_conn"]["connections"] == 50);
+    let svg = std::fs::read_to_string(out.join("chart.svg")).unwrap();
+    assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"));
+    assert!(svg.contains("skiff"));
+    assert!(
+        std::fs::read_to_string(out.join("results.md"))
+            .unwrap()
+            .contains("tunnel")
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn list_shows_combinations_and_peers() {
+    let result = skiff().args(["bench", "--list"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert!(result.status.success());
+    assert!(
+        stdout.contains("raw") && stdout.contains("tunnel") && stdout.contains("skiff"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn bad_flags_are_clear_errors() {
+    let result = skiff().args(["bench", "-n", "12X"]).output().unwrap();
+    assert!(!result.status.success());
+    assert!(String::from_utf8_lossy(&result.stderr).contains("12X"));
+    let result = skiff()
+        .args(["bench", "--payload", "tls", "-f", "raw"])
+        .output()
+        .unwrap();
+    assert!(!result.status.success());
+}
