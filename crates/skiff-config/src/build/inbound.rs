@@ -1,8 +1,8 @@
 //! Inbounds: listen address, ports, tag uniqueness and the parts around the protocol.
 
-use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
 
+use super::unique_tags::UniqueTags;
 use super::{error_count, lower, protocols, stream};
 use crate::diag::Diagnostic;
 use crate::plan::InboundPlan;
@@ -11,22 +11,10 @@ use crate::raw::bounds::{RawAllocate, RawInbound, RawSniffing};
 use crate::source::Loc;
 
 pub fn build_inbounds(items: &[Item<RawInbound>], diags: &mut Vec<Diagnostic>) -> Vec<InboundPlan> {
-    let mut first_use: HashMap<&str, &Loc> = HashMap::new();
+    let mut tags = UniqueTags::new("inbound");
     let mut plans = Vec::new();
     for item in items {
-        // Xray allows any number of untagged inbounds; a non-empty tag must be unique because
-        // routing rules select inbounds by it.
-        if let Some(tag) = item.raw.tag.as_deref().filter(|t| !t.is_empty()) {
-            match first_use.get(tag) {
-                Some(first) => diags.push(item.loc.key("tag").error(format!(
-                    "duplicate inbound tag `{tag}` (first used at {})",
-                    first.position()
-                ))),
-                None => {
-                    first_use.insert(tag, &item.loc);
-                }
-            }
-        }
+        tags.check(item.raw.tag.as_deref(), &item.loc, diags);
         if let Some(plan) = build_inbound(item, diags) {
             plans.push(plan);
         }

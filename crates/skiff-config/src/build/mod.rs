@@ -9,6 +9,7 @@ mod policy;
 mod protocols;
 mod routing;
 mod stream;
+mod unique_tags;
 
 use std::collections::HashSet;
 

@@ -3,32 +3,22 @@
 
 use std::collections::HashMap;
 
+use super::unique_tags::UniqueTags;
 use super::{error_count, protocols, stream};
 use crate::diag::Diagnostic;
 use crate::plan::OutboundPlan;
 use crate::raw::bounds::RawOutbound;
 use crate::raw::{Damage, Item};
-use crate::source::Loc;
 
 pub fn build_outbounds(
     items: &[Item<RawOutbound>],
     damage: &Damage,
     diags: &mut Vec<Diagnostic>,
 ) -> Vec<OutboundPlan> {
-    let mut first_use: HashMap<&str, &Loc> = HashMap::new();
+    let mut tags = UniqueTags::new("outbound");
     let mut plans = Vec::new();
     for item in items {
-        if let Some(tag) = item.raw.tag.as_deref().filter(|t| !t.is_empty()) {
-            match first_use.get(tag) {
-                Some(first) => diags.push(item.loc.key("tag").error(format!(
-                    "duplicate outbound tag `{tag}` (first used at {})",
-                    first.position()
-                ))),
-                None => {
-                    first_use.insert(tag, &item.loc);
-                }
-            }
-        }
+        tags.check(item.raw.tag.as_deref(), &item.loc, diags);
         if let Some(plan) = build_outbound(item, diags) {
             plans.push(plan);
         }
