@@ -71,7 +71,17 @@ fn measure(
         .map_err(|e| e.to_string())?;
     for _ in 0..opts.repeats {
         let before = (usage(&chain.b), usage(&chain.c));
-        let (bytes, seconds) = client(chain.entry, opts)?;
+        // iperf3 now and then drops a test at start-up ("control socket has closed
+        // unexpectedly") while its server is still finishing the previous one: try again.
+        let mut attempt = client(chain.entry, opts);
+        for _ in 0..2 {
+            if attempt.is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+            attempt = client(chain.entry, opts);
+        }
+        let (bytes, seconds) = attempt?;
         let after = (usage(&chain.b), usage(&chain.c));
         samples.push(Sample {
             bytes,
