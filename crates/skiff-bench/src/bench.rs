@@ -48,12 +48,11 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
             args.filter.unwrap_or_default()
         ));
     }
-    if args.payload != "raw" {
-        return Err(format!(
-            "--payload {}: only raw payloads exist yet; TLS payloads arrive with the TLS layer",
-            args.payload
-        ));
-    }
+    let tls = match args.payload.as_str() {
+        "raw" => None,
+        "tls" => Some(crate::tls::TlsPayload::new()?),
+        other => return Err(format!("--payload `{other}`: expected raw or tls")),
+    };
     let started = SystemTime::now();
     let amount = args.amount()?;
     let mode = args.mode()?;
@@ -72,6 +71,7 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
         cpu_limit,
         idle: args.idle,
         latency: args.latency,
+        tls,
     };
 
     let link = match &args.link {
@@ -114,7 +114,8 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
             return Err("interrupted; namespaces and processes were cleaned up".into());
         }
     }
-    if args.iperf3 && link.is_none() {
+    // iperf3 has no TLS payload, so its figures only compare with raw-payload rows.
+    if args.iperf3 && link.is_none() && opts.tls.is_none() {
         bar.set_message("iperf3 cross-check");
         rows.extend(crate::iperf::cross_check(
             &skiff, &selected, &opts, &workdir.0,

@@ -14,6 +14,7 @@ pub mod process;
 pub mod report;
 pub mod runner;
 pub mod stats;
+pub mod tls;
 pub mod traffic;
 
 pub use args::BenchArgs;

@@ -34,6 +34,14 @@ pub struct RowOptions {
     pub idle: Option<u32>,
     /// Measure connect + first byte this many times.
     pub latency: Option<u32>,
+    /// Wrap the bulk data in end-to-end TLS 1.3 (`--payload tls`).
+    pub tls: Option<crate::tls::TlsPayload>,
+}
+
+impl RowOptions {
+    fn client_tls(&self) -> Option<std::sync::Arc<rustls::ClientConfig>> {
+        self.tls.as_ref().map(|t| t.client.clone())
+    }
 }
 
 /// Where the hops live: plain loopback, or two namespaces joined by the emulated link.
@@ -128,6 +136,7 @@ fn measure(
         Amount::Bytes(4 << 20),
         1,
         place.enter_b.clone(),
+        opts.client_tls(),
     )?;
     for repeat in 1..=opts.repeats {
         progress(&format!("run {repeat}/{}", opts.repeats));
@@ -138,6 +147,7 @@ fn measure(
             opts.amount,
             opts.parallel,
             place.enter_b.clone(),
+            opts.client_tls(),
         )?;
         let after = (usage(&chain.b), usage(&chain.c), own_cpu_s());
         samples.push(Sample {
@@ -221,7 +231,8 @@ pub fn start_chain(
             } else {
                 IpAddr::V4(Ipv4Addr::LOCALHOST)
             };
-            let sink = Sink::start(SocketAddr::new(ip, 0), place.enter_c.clone())?;
+            let server_tls = opts.tls.as_ref().map(|t| t.server.clone());
+            let sink = Sink::start(SocketAddr::new(ip, 0), place.enter_c.clone(), server_tls)?;
             let d = sink.addr;
             (Some(sink), d)
         }

@@ -12,6 +12,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use rustls::{ClientConfig, ClientConnection, ServerConfig, ServerConnection, StreamOwned};
+
+use crate::tls::TlsPayload;
+
 const MAGIC: &[u8; 4] = b"SKB1";
 const CHUNK: usize = 256 * 1024;
 /// No single bench connection may hang a run: reads and writes give up after this.
@@ -96,7 +100,7 @@ fn pattern() -> Vec<u8> {
 }
 
 /// Writes `bytes` (or until `until` passes) from a fixed pattern; returns bytes written.
-fn pump_out(stream: &mut TcpStream, bytes: u64, until: Option<Instant>) -> io::Result<u64> {
+fn pump_out<W: Write>(stream: &mut W, bytes: u64, until: Option<Instant>) -> io::Result<u64> {
     let data = pattern();
     let mut sent = 0u64;
     while sent < bytes {
@@ -115,7 +119,7 @@ fn pump_out(stream: &mut TcpStream, bytes: u64, until: Option<Instant>) -> io::R
 }
 
 /// Reads until `bytes` arrived or EOF; returns bytes read.
-fn pump_in(stream: &mut TcpStream, bytes: u64) -> io::Result<u64> {
+fn pump_in<R: Read>(stream: &mut R, bytes: u64) -> io::Result<u64> {
     let mut buf = vec![0u8; CHUNK];
     let mut got = 0u64;
     while got < bytes {
@@ -138,8 +142,13 @@ pub struct Sink {
 }
 
 impl Sink {
-    /// Listens on `bind` (port 0: any) from a thread that first runs `enter`.
-    pub fn start(bind: SocketAddr, enter: Option<Enter>) -> io::Result<Sink> {
+    /// Listens on `bind` (port 0: any) from a thread that first runs `enter`. With `tls`, a
+    /// connection that opens with a TLS record is served inside TLS.
+    pub fn start(
+        bind: SocketAddr,
+        enter: Option<Enter>,
+        tls: Option<Arc<ServerConfig>>,
+    ) -> io::Result<Sink> {
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = std::sync::mpsc::channel();
         let stop_flag = stop.clone();
@@ -163,8 +172,9 @@ impl Sink {
                     continue;
                 }
                 if let Ok((stream, _)) = listener.accept() {
+                    let tls = tls.clone();
                     std::thread::spawn(move || {
-                        let _ = serve(stream);
+                        let _ = serve(stream, tls);
                     });
                 }
             }
@@ -202,10 +212,17 @@ fn readable(listener: &TcpListener, ms: i32) -> bool {
     n > 0 && fd.revents & libc::POLLIN != 0
 }
 
-fn serve(mut stream: TcpStream) -> io::Result<()> {
+fn serve(mut stream: TcpStream, tls: Option<Arc<ServerConfig>>) -> io::Result<()> {
     stream.set_nodelay(true)?;
     stream.set_read_timeout(Some(IO_TIMEOUT))?;
     stream.set_write_timeout(Some(IO_TIMEOUT))?;
+    let mut first = [0u8; 1];
+    // 0x16 opens a TLS handshake record; our plain header starts with 'S'.
+    if stream.peek(&mut first)? == 1 && first[0] == 0x16 {
+        let config = tls.ok_or_else(|| io::Error::other("a TLS payload, but no certificate"))?;
+        let conn = ServerConnection::new(config).map_err(io::Error::other)?;
+        return serve_tls(&mut StreamOwned::new(conn, stream));
+    }
     let mut h = [0u8; 16];
     stream.read_exact(&mut h)?;
     let (mode, bytes) = parse_header(&h).ok_or_else(|| io::Error::other("bad bench header"))?;
@@ -238,6 +255,42 @@ fn serve(mut stream: TcpStream) -> io::Result<()> {
             while stream.read(&mut b)? > 0 {
                 stream.write_all(&b)?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// The sink's side of a connection whose payload is inside TLS.
+fn serve_tls(s: &mut StreamOwned<ServerConnection, TcpStream>) -> io::Result<()> {
+    let mut h = [0u8; 16];
+    s.read_exact(&mut h)?;
+    let (mode, bytes) = parse_header(&h).ok_or_else(|| io::Error::other("bad bench header"))?;
+    match mode {
+        Mode::Upload => {
+            let got = pump_in(s, bytes)?;
+            s.write_all(&got.to_be_bytes())?;
+            s.flush()?;
+        }
+        Mode::Download => {
+            pump_out(s, bytes, None)?;
+            s.conn.send_close_notify();
+            s.flush()?;
+        }
+        Mode::Ping => {
+            let mut b = [0u8; 1];
+            while s.read(&mut b)? > 0 {
+                s.write_all(&b)?;
+                s.flush()?;
+            }
+        }
+        Mode::Hold => {
+            let mut b = [0u8; 1];
+            while s.read(&mut b)? > 0 {}
+        }
+        Mode::Both => {
+            return Err(io::Error::other(
+                "both directions at once need a raw payload",
+            ));
         }
     }
     Ok(())
@@ -276,6 +329,7 @@ pub fn transfer(
     amount: Amount,
     parallel: u32,
     enter: Option<Enter>,
+    tls: Option<Arc<ClientConfig>>,
 ) -> io::Result<Transfer> {
     let parallel = parallel.max(1);
     let handle = std::thread::spawn(move || -> io::Result<Transfer> {
@@ -289,7 +343,11 @@ pub fn transfer(
                     Amount::Bytes(total) => (total / u64::from(parallel), None),
                     Amount::Duration(d) => (u64::MAX, Some(start + d)),
                 };
-                std::thread::spawn(move || one_connection(entry, mode, bytes, until))
+                let tls = tls.clone();
+                std::thread::spawn(move || match tls {
+                    None => one_connection(entry, mode, bytes, until),
+                    Some(config) => one_tls_connection(entry, mode, bytes, until, config),
+                })
             })
             .collect();
         let mut total = 0u64;
@@ -359,6 +417,54 @@ fn one_connection(
     }
 }
 
+/// One source connection with its payload inside TLS 1.3 (upload or download).
+fn one_tls_connection(
+    entry: SocketAddr,
+    mode: Mode,
+    bytes: u64,
+    until: Option<Instant>,
+    config: Arc<ClientConfig>,
+) -> io::Result<u64> {
+    let tcp = TcpStream::connect_timeout(&entry, Duration::from_secs(10))?;
+    tcp.set_nodelay(true)?;
+    tcp.set_read_timeout(Some(IO_TIMEOUT))?;
+    tcp.set_write_timeout(Some(IO_TIMEOUT))?;
+    let conn =
+        ClientConnection::new(config, TlsPayload::server_name()).map_err(io::Error::other)?;
+    let mut s = StreamOwned::new(conn, tcp);
+    s.write_all(&header(mode, bytes))?;
+    match mode {
+        Mode::Upload => {
+            pump_out(&mut s, bytes, until)?;
+            if until.is_some() {
+                // A timed upload ends with close_notify; the sink then acknowledges its count.
+                s.conn.send_close_notify();
+            }
+            s.flush()?;
+            let mut ack = [0u8; 8];
+            s.read_exact(&mut ack)?;
+            Ok(u64::from_be_bytes(ack))
+        }
+        Mode::Download => match until {
+            None => pump_in(&mut s, bytes),
+            Some(t) => {
+                let mut buf = vec![0u8; CHUNK];
+                let mut got = 0u64;
+                while Instant::now() < t {
+                    match s.read(&mut buf)? {
+                        0 => break,
+                        n => got += n as u64,
+                    }
+                }
+                Ok(got)
+            }
+        },
+        _ => Err(io::Error::other(
+            "--payload tls moves data one way at a time (upload or download)",
+        )),
+    }
+}
+
 /// Opens `n` idle connections through `entry` (memory per idle connection). Keep the
 /// returned streams alive for as long as they should stay open.
 pub fn hold(entry: SocketAddr, n: u32, enter: Option<Enter>) -> io::Result<Vec<TcpStream>> {
@@ -410,7 +516,7 @@ mod tests {
     use super::*;
 
     fn sink() -> Sink {
-        Sink::start("127.0.0.1:0".parse().unwrap(), None).unwrap()
+        Sink::start("127.0.0.1:0".parse().unwrap(), None, None).unwrap()
     }
 
     #[test]
@@ -426,11 +532,11 @@ mod tests {
     fn every_mode_moves_exactly_what_was_asked() {
         let s = sink();
         for mode in [Mode::Upload, Mode::Download] {
-            let t = transfer(s.addr, mode, Amount::Bytes(8 << 20), 2, None).unwrap();
+            let t = transfer(s.addr, mode, Amount::Bytes(8 << 20), 2, None, None).unwrap();
             assert_eq!(t.bytes, 8 << 20, "{mode:?}");
             assert!(t.mbps() > 0.0);
         }
-        let t = transfer(s.addr, Mode::Both, Amount::Bytes(4 << 20), 1, None).unwrap();
+        let t = transfer(s.addr, Mode::Both, Amount::Bytes(4 << 20), 1, None, None).unwrap();
         assert_eq!(t.bytes, 8 << 20);
         let t = transfer(
             s.addr,
@@ -438,10 +544,53 @@ mod tests {
             Amount::Duration(Duration::from_millis(200)),
             1,
             None,
+            None,
         )
         .unwrap();
         assert!(t.bytes > 0 && t.seconds >= 0.2);
         assert_eq!(latency(s.addr, 5, None).unwrap().len(), 5);
         assert_eq!(hold(s.addr, 3, None).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn tls_payload_moves_exactly_what_was_asked() {
+        let tls = TlsPayload::new().unwrap();
+        let s = Sink::start(
+            "127.0.0.1:0".parse().unwrap(),
+            None,
+            Some(tls.server.clone()),
+        )
+        .unwrap();
+        for mode in [Mode::Upload, Mode::Download] {
+            let t = transfer(
+                s.addr,
+                mode,
+                Amount::Bytes(4 << 20),
+                2,
+                None,
+                Some(tls.client.clone()),
+            )
+            .unwrap();
+            assert_eq!(t.bytes, 4 << 20, "{mode:?}");
+        }
+        let t = transfer(
+            s.addr,
+            Mode::Upload,
+            Amount::Duration(Duration::from_millis(200)),
+            1,
+            None,
+            Some(tls.client.clone()),
+        )
+        .unwrap();
+        assert!(t.bytes > 0);
+        let both = transfer(
+            s.addr,
+            Mode::Both,
+            Amount::Bytes(1 << 20),
+            1,
+            None,
+            Some(tls.client),
+        );
+        assert!(both.is_err());
     }
 }

@@ -84,13 +84,47 @@ fn list_shows_combinations_and_peers() {
 }
 
 #[test]
+fn tls_payload_runs_end_to_end() {
+    let out = std::env::temp_dir().join(format!("skiff-bench-tls-{}", std::process::id()));
+    let result = skiff()
+        .args([
+            "bench",
+            "-n",
+            "8M",
+            "-r",
+            "1",
+            "-f",
+            "tunnel",
+            "--peers",
+            "none",
+            "--payload",
+            "tls",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(json["options"]["payload"], "tls");
+    assert_eq!(json["rows"][0]["samples"][0]["bytes"], 8 << 20, "{json}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
 fn bad_flags_are_clear_errors() {
     let result = skiff().args(["bench", "-n", "12X"]).output().unwrap();
     assert!(!result.status.success());
     assert!(String::from_utf8_lossy(&result.stderr).contains("12X"));
     let result = skiff()
-        .args(["bench", "--payload", "tls", "-f", "raw"])
+        .args(["bench", "--payload", "quic", "-f", "raw"])
         .output()
         .unwrap();
     assert!(!result.status.success());
+    assert!(String::from_utf8_lossy(&result.stderr).contains("quic"));
 }
