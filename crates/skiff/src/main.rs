@@ -115,6 +115,7 @@ fn run(loaded: Loaded, origin: &str, grace: Duration) -> ExitCode {
         }
     };
     runtime.block_on(async move {
+        let mut stop = StopSignal::install();
         let running = match skiff_app::Running::start(&loaded.plan).await {
             Ok(r) => r,
             Err(e) => {
@@ -129,7 +130,7 @@ fn run(loaded: Loaded, origin: &str, grace: Duration) -> ExitCode {
                 l.tag, l.protocol, l.address, l.network
             );
         }
-        wait_for_signal().await;
+        stop.wait().await;
         tracing::info!("stopping: no new connections; waiting up to {grace:?} for live ones");
         let left = running.shutdown(grace).await;
         if left > 0 {
@@ -139,25 +140,50 @@ fn run(loaded: Loaded, origin: &str, grace: Duration) -> ExitCode {
     })
 }
 
-async fn wait_for_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
+/// SIGINT or SIGTERM, listened for from the moment it is created: a service manager may send
+/// SIGTERM right after Skiff says it is listening, before any await point is reached.
+struct StopSignal {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = ctrl_c => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = ctrl_c.await;
+    interrupt: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignal {
+    fn install() -> StopSignal {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            StopSignal {
+                interrupt: signal(SignalKind::interrupt()).ok(),
+                terminate: signal(SignalKind::terminate()).ok(),
             }
         }
+        #[cfg(not(unix))]
+        {
+            StopSignal {}
+        }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
+
+    async fn wait(&mut self) {
+        #[cfg(unix)]
+        {
+            async fn next(s: &mut Option<tokio::signal::unix::Signal>) {
+                match s {
+                    Some(s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            }
+            tokio::select! {
+                _ = next(&mut self.interrupt) => {}
+                _ = next(&mut self.terminate) => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
