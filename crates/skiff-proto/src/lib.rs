@@ -4,4 +4,6 @@
 pub mod blackhole;
 pub mod freedom;
 pub mod http;
+pub mod proxy_protocol;
 pub mod socks;
+pub mod vless;
