@@ -1,0 +1,61 @@
+//! Fuzz entry points. Each must return normally for every input; a panic is a bug.
+
+use crate::tls::peek_client_hello;
+use crate::ws::early_data::{self, EarlyDataCarrier};
+use crate::ws::handshake::{ServerOptions, parse_request, parse_response};
+use crate::ws::{FrameDecoder, Role, parse_header};
+
+/// Drives the handshake parsers (server: Xray and v2fly path-suffix options; client response)
+/// and the frame decoder on both sides, whole and split at a data-chosen point.
+pub fn fuzz_ws(data: &[u8]) {
+    let mut xray = ServerOptions::xray("/ws");
+    xray.host = Some("example.com".into());
+    let _ = parse_request(data, &xray);
+    let suffix = ServerOptions {
+        path: "/p".into(),
+        host: None,
+        early_data: Some(EarlyDataCarrier::PathSuffix),
+    };
+    let _ = parse_request(data, &suffix);
+    let _ = parse_response(data, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+    let _ = early_data::decode_lenient(data);
+    if let Ok(s) = std::str::from_utf8(data) {
+        let _ = early_data::split_xray_ed(s);
+    }
+    let _ = parse_header(data, 1 << 20);
+
+    let split = data.first().map_or(0, |&b| usize::from(b)).min(data.len());
+    for role in [Role::Server, Role::Client] {
+        for cap in [125, 1 << 20] {
+            let mut dec = FrameDecoder::new(role, cap);
+            let mut buf = data.to_vec();
+            let (a, b) = buf.split_at_mut(split);
+            if drain(&mut dec, a) {
+                drain(&mut dec, b);
+            }
+        }
+    }
+}
+
+/// Feeds `input` completely; false on a protocol error.
+fn drain(dec: &mut FrameDecoder, input: &mut [u8]) -> bool {
+    let mut pos = 0;
+    while pos < input.len() {
+        match dec.decode(&mut input[pos..]) {
+            Ok(d) => {
+                assert!(d.consumed > 0, "decoder made no progress");
+                pos += d.consumed;
+            }
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// Drives the ClientHello peek on every prefix length class that matters.
+pub fn fuzz_client_hello(data: &[u8]) {
+    let _ = peek_client_hello(data);
+    if let Some(cut) = data.len().checked_sub(1) {
+        let _ = peek_client_hello(&data[..cut]);
+    }
+}

@@ -1,0 +1,32 @@
+//! Sans-IO transport codecs: bytes in, values or bytes out. No sockets, no runtime.
+//!
+//! * [`ws`]: WebSocket (RFC 6455) as Xray / v2ray use it — frame header codec, fast masking,
+//!   a streaming frame decoder, the HTTP/1.1 upgrade handshake (both sides) and the
+//!   `Sec-WebSocket-Protocol` / `?ed=N` / path-suffix early-data conventions.
+//! * [`tls`]: a bounded ClientHello peek (SNI, ALPN, versions) for fallbacks.
+//! * [`base64`]: the two base64 alphabets the handshake needs.
+//! * [`fuzz`]: entry points for fuzzers (never panic on any input).
+
+pub mod base64;
+pub mod fuzz;
+pub mod tls;
+pub mod ws;
+
+/// Result of an incremental parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parsed<T> {
+    /// More bytes are needed; nothing was consumed.
+    Incomplete,
+    /// A value and the number of input bytes it occupied.
+    Complete(T, usize),
+}
+
+impl<T> Parsed<T> {
+    /// The value, if complete.
+    pub fn complete(self) -> Option<(T, usize)> {
+        match self {
+            Parsed::Complete(v, n) => Some((v, n)),
+            Parsed::Incomplete => None,
+        }
+    }
+}
