@@ -93,6 +93,12 @@ impl FrameDecoder {
         self.closed
     }
 
+    /// Part of a frame (header or payload) has been consumed but the frame is not finished:
+    /// an end of stream now would truncate it.
+    pub fn is_mid_frame(&self) -> bool {
+        self.hdr_len > 0 || self.current.is_some()
+    }
+
     /// Decodes from `input`, which may be any slice of the stream (even one byte). Data
     /// payloads are unmasked in place inside `input`.
     pub fn decode<'a>(&'a mut self, input: &'a mut [u8]) -> Result<Decoded<'a>, WsError> {

@@ -1,0 +1,120 @@
+//! The decrypted stream handed back by [`TlsServer::accept`](super::TlsServer::accept) and
+//! [`TlsClient::connect`](super::TlsClient::connect): a thin newtype over tokio-rustls's
+//! stream so it can implement [`ProxyStream`]. Adds no buffers of its own.
+
+use std::io::{self, BufRead};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use skiff_core::{BoxStream, ProxyStream};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// Either side of an established TLS connection over a [`BoxStream`].
+pub struct TlsProxyStream {
+    inner: Inner,
+}
+
+enum Inner {
+    Client(tokio_rustls::client::TlsStream<BoxStream>),
+    Server(tokio_rustls::server::TlsStream<BoxStream>),
+}
+
+impl TlsProxyStream {
+    pub(crate) fn client(s: tokio_rustls::client::TlsStream<BoxStream>) -> TlsProxyStream {
+        TlsProxyStream {
+            inner: Inner::Client(s),
+        }
+    }
+
+    pub(crate) fn server(s: tokio_rustls::server::TlsStream<BoxStream>) -> TlsProxyStream {
+        TlsProxyStream {
+            inner: Inner::Server(s),
+        }
+    }
+
+    /// Whether rustls already holds decrypted bytes (or a clean end of stream) for the reader.
+    fn plaintext_pending(&mut self) -> bool {
+        let filled = match &mut self.inner {
+            Inner::Client(s) => s.get_mut().1.reader().fill_buf().map(|b| b.len()),
+            Inner::Server(s) => s.get_mut().1.reader().fill_buf().map(|b| b.len()),
+        };
+        // Ok(n > 0): plaintext buffered. Ok(0): close_notify received, a read returns EOF at
+        // once. WouldBlock: nothing yet. Any other error: a read reports it at once.
+        !matches!(filled, Err(ref e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
+
+    fn io_mut(&mut self) -> &mut BoxStream {
+        match &mut self.inner {
+            Inner::Client(s) => s.get_mut().0,
+            Inner::Server(s) => s.get_mut().0,
+        }
+    }
+}
+
+impl ProxyStream for TlsProxyStream {
+    fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.plaintext_pending() {
+            Poll::Ready(Ok(()))
+        } else {
+            self.io_mut().poll_read_ready(cx)
+        }
+    }
+}
+
+impl AsyncRead for TlsProxyStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match &mut self.inner {
+            Inner::Client(s) => Pin::new(s).poll_read(cx, buf),
+            Inner::Server(s) => Pin::new(s).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for TlsProxyStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match &mut self.inner {
+            Inner::Client(s) => Pin::new(s).poll_write(cx, buf),
+            Inner::Server(s) => Pin::new(s).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match &mut self.inner {
+            Inner::Client(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Inner::Server(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match &self.inner {
+            Inner::Client(s) => s.is_write_vectored(),
+            Inner::Server(s) => s.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.inner {
+            Inner::Client(s) => Pin::new(s).poll_flush(cx),
+            Inner::Server(s) => Pin::new(s).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.inner {
+            Inner::Client(s) => Pin::new(s).poll_shutdown(cx),
+            Inner::Server(s) => Pin::new(s).poll_shutdown(cx),
+        }
+    }
+}

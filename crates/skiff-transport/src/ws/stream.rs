@@ -1,0 +1,595 @@
+//! The WebSocket data stream over an async byte stream (both roles).
+//!
+//! Writes: one `poll_write` = one binary frame of at most [`MAX_FRAME_PAYLOAD`] bytes, encoded
+//! into a reusable buffer (client frames masked with a fresh random key). Reads: frames are
+//! decoded with [`FrameDecoder`] and unmasked in place in a reusable, lazily allocated read
+//! buffer; pings are answered, a Close frame ends the read side. Our own Close frame is sent
+//! by `poll_shutdown` (echoing the peer's code if it closed first), so a peer that half-closes
+//! can still receive everything we write afterwards.
+//!
+//! Client streams may start with the HTTP handshake still pending (see [`super::io::connect`]).
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker, ready};
+
+use bytes::{Buf, Bytes};
+use skiff_core::{BoxStream, ProxyStream};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::decoder::{Event, FrameDecoder, Role};
+use super::early_data::{ClientEarlyData, EarlyDataCarrier, PROTOCOL_HEADER};
+use super::frame::{MAX_CONTROL_PAYLOAD, MAX_HEADER_LEN, Opcode, close_payload, encode_header};
+use super::handshake::{ClientRequest, HandshakeError, build_request, parse_response};
+use super::mask::apply_mask;
+use crate::Parsed;
+
+/// Largest payload of a frame we send.
+pub const MAX_FRAME_PAYLOAD: usize = 64 * 1024;
+/// Size of the read buffer (allocated on the first read).
+const READ_BUF_LEN: usize = 64 * 1024;
+/// Largest incoming frame payload. Data payloads are streamed, so this costs no memory.
+const MAX_IN_PAYLOAD: u64 = i64::MAX as u64;
+
+const READER: usize = 0;
+const WRITER: usize = 1;
+
+/// A source of masking keys: `getrandom(2)` in batches.
+pub(crate) struct KeyPool {
+    buf: [u8; 256],
+    pos: usize,
+}
+
+impl KeyPool {
+    pub(crate) fn new() -> Self {
+        KeyPool {
+            buf: [0; 256],
+            pos: 256,
+        }
+    }
+
+    pub(crate) fn key(&mut self) -> io::Result<[u8; 4]> {
+        if self.pos + 4 > self.buf.len() {
+            fill_random(&mut self.buf)?;
+            self.pos = 0;
+        }
+        let k = [
+            self.buf[self.pos],
+            self.buf[self.pos + 1],
+            self.buf[self.pos + 2],
+            self.buf[self.pos + 3],
+        ];
+        self.pos += 4;
+        Ok(k)
+    }
+}
+
+/// Fills `buf` from the kernel CSPRNG.
+pub(crate) fn fill_random(buf: &mut [u8]) -> io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        let rest = &mut buf[done..];
+        // SAFETY: `rest` is a valid, writable buffer of `rest.len()` bytes.
+        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
+/// Client handshake parameters kept until the first write (early data).
+pub(crate) struct DeferredRequest {
+    pub(crate) path: String,
+    pub(crate) host: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) early: Option<ClientEarlyData>,
+}
+
+impl DeferredRequest {
+    /// Writes the upgrade request carrying `early` (already cut to size); returns the accept
+    /// value and, if the early data rides in `Sec-WebSocket-Protocol`, the value to see echoed.
+    pub(crate) fn build(
+        &self,
+        early: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(String, bool), HandshakeError> {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        let mut key = [0u8; 16];
+        fill_random(&mut key)
+            .map_err(|_| HandshakeError::InvalidInput("no randomness for the key"))?;
+        let carrier = self.early.as_ref().map(|e| &e.carrier);
+        let req = ClientRequest {
+            path: &self.path,
+            host: &self.host,
+            headers: &headers,
+            key,
+            early_data: carrier.map(|c| (c, early)),
+        };
+        let accept = build_request(&req, out)?;
+        let expect_echo = !early.is_empty()
+            && matches!(carrier, Some(EarlyDataCarrier::Header(h)) if h.eq_ignore_ascii_case(PROTOCOL_HEADER));
+        Ok((accept, expect_echo))
+    }
+}
+
+enum Phase {
+    /// Client with early data: nothing sent yet; the first write starts the handshake.
+    Deferred(Box<DeferredRequest>),
+    /// Client: the request is in `wbuf` (or sent); waiting for the 101.
+    AwaitResponse {
+        accept: String,
+        expect_echo: bool,
+    },
+    Open,
+    Failed(io::ErrorKind, String),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CloseOut {
+    /// Not requested.
+    None,
+    /// To be encoded into the write buffer.
+    Queued,
+    /// Encoded (maybe not flushed yet).
+    Encoded,
+    /// Inner write side shut down.
+    Done,
+}
+
+/// See the module documentation.
+pub struct WsStream {
+    inner: BoxStream,
+    role: Role,
+    phase: Phase,
+    decoder: FrameDecoder,
+    /// Early data (server side) returned before any frame payload.
+    early: Bytes,
+    /// Raw bytes from the inner stream: `[rpos, rend)` not yet decoded.
+    rbuf: Vec<u8>,
+    rpos: usize,
+    rend: usize,
+    /// Decoded payload waiting for the reader: `rbuf[data.0..data.1]`.
+    data: (usize, usize),
+    read_eof: bool,
+    /// Close code the peer sent (echoed in our Close).
+    peer_close: Option<u16>,
+    /// Encoded frames not yet written: `wbuf[wpos..]`.
+    wbuf: Vec<u8>,
+    wpos: usize,
+    /// Latest unanswered ping payload.
+    pong: Option<([u8; MAX_CONTROL_PAYLOAD], usize)>,
+    close: CloseOut,
+    /// The write side is parked on the inner stream's write readiness.
+    write_blocked: bool,
+    keys: KeyPool,
+    /// Tasks parked on the handshake (reader, writer).
+    parked: [Option<Waker>; 2],
+}
+
+fn io_err(kind: io::ErrorKind, e: impl std::fmt::Display) -> io::Error {
+    io::Error::new(kind, e.to_string())
+}
+
+impl WsStream {
+    /// Server side after a successful upgrade. `rbuf[rpos..]` holds bytes that followed the
+    /// request head; `early` is returned first.
+    pub(crate) fn server(inner: BoxStream, rbuf: Vec<u8>, rpos: usize, early: Bytes) -> Self {
+        let rend = rbuf.len();
+        let mut s = WsStream::new(inner, Role::Server, Phase::Open);
+        s.rbuf = rbuf;
+        s.rpos = rpos;
+        s.rend = rend;
+        s.early = early;
+        s
+    }
+
+    /// Client side; the handshake is started later by [`WsStream::start_handshake`] (or by
+    /// the first write when early data is configured).
+    pub(crate) fn client(inner: BoxStream, request: DeferredRequest) -> Self {
+        WsStream::new(inner, Role::Client, Phase::Deferred(Box::new(request)))
+    }
+
+    fn new(inner: BoxStream, role: Role, phase: Phase) -> Self {
+        WsStream {
+            inner,
+            role,
+            phase,
+            decoder: FrameDecoder::new(role, MAX_IN_PAYLOAD),
+            early: Bytes::new(),
+            rbuf: Vec::new(),
+            rpos: 0,
+            rend: 0,
+            data: (0, 0),
+            read_eof: false,
+            peer_close: None,
+            wbuf: Vec::new(),
+            wpos: 0,
+            pong: None,
+            close: CloseOut::None,
+            write_blocked: false,
+            keys: KeyPool::new(),
+            parked: [None, None],
+        }
+    }
+
+    /// Client: queues the upgrade request with as much of `first` as early data as the policy
+    /// allows; returns how many bytes of `first` it took. No-op unless deferred.
+    pub(crate) fn start_handshake(&mut self, first: &[u8]) -> io::Result<usize> {
+        let Phase::Deferred(req) = &self.phase else {
+            return Ok(0);
+        };
+        let early = match &req.early {
+            Some(policy) => policy.split(first).0,
+            None => &[][..],
+        };
+        let mut out = std::mem::take(&mut self.wbuf);
+        out.clear();
+        self.wpos = 0;
+        match req.build(early, &mut out) {
+            Ok((accept, expect_echo)) => {
+                let taken = early.len();
+                self.wbuf = out;
+                self.phase = Phase::AwaitResponse {
+                    accept,
+                    expect_echo,
+                };
+                self.wake_parked();
+                Ok(taken)
+            }
+            Err(e) => Err(self.fail(io_err(io::ErrorKind::InvalidInput, e))),
+        }
+    }
+
+    fn wake_parked(&mut self) {
+        for w in self.parked.iter_mut() {
+            if let Some(w) = w.take() {
+                w.wake();
+            }
+        }
+    }
+
+    fn fail(&mut self, e: io::Error) -> io::Error {
+        self.phase = Phase::Failed(e.kind(), e.to_string());
+        self.wake_parked();
+        e
+    }
+
+    /// Drives the client handshake to completion (no-op when open). `who` is the calling
+    /// direction; a deferred handshake parks a reader until a writer starts it.
+    pub(crate) fn poll_handshake(
+        &mut self,
+        cx: &mut Context<'_>,
+        who: usize,
+    ) -> Poll<io::Result<()>> {
+        loop {
+            match &self.phase {
+                Phase::Open => return Poll::Ready(Ok(())),
+                Phase::Failed(kind, msg) => {
+                    return Poll::Ready(Err(io::Error::new(*kind, msg.clone())));
+                }
+                Phase::Deferred(_) => {
+                    if who == WRITER {
+                        self.start_handshake(&[])?;
+                        continue;
+                    }
+                    self.parked[who] = Some(cx.waker().clone());
+                    return Poll::Pending;
+                }
+                Phase::AwaitResponse { .. } => {}
+            }
+            match self.poll_drain(cx) {
+                Poll::Pending => {
+                    self.parked[who] = Some(cx.waker().clone());
+                    return Poll::Pending;
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(self.fail(e))),
+                Poll::Ready(Ok(())) => {}
+            }
+            let Phase::AwaitResponse {
+                accept,
+                expect_echo,
+            } = &self.phase
+            else {
+                unreachable!()
+            };
+            match parse_response(&self.rbuf[..self.rend], accept) {
+                Ok(Parsed::Complete(resp, n)) => {
+                    if *expect_echo && resp.protocol.is_none() {
+                        let e = io_err(
+                            io::ErrorKind::InvalidData,
+                            "server did not accept the early data (no Sec-WebSocket-Protocol echo)",
+                        );
+                        return Poll::Ready(Err(self.fail(e)));
+                    }
+                    self.rpos = n;
+                    self.phase = Phase::Open;
+                    self.wake_parked();
+                    return Poll::Ready(Ok(()));
+                }
+                Ok(Parsed::Incomplete) => {}
+                Err(e) => {
+                    return Poll::Ready(Err(self.fail(io_err(io::ErrorKind::InvalidData, e))));
+                }
+            }
+            if self.rbuf.len() < READ_BUF_LEN {
+                self.rbuf.resize(READ_BUF_LEN, 0);
+            }
+            let mut rb = ReadBuf::new(&mut self.rbuf[self.rend..]);
+            match Pin::new(&mut self.inner).poll_read(cx, &mut rb) {
+                Poll::Pending => {
+                    self.parked[who] = Some(cx.waker().clone());
+                    return Poll::Pending;
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(self.fail(e))),
+                Poll::Ready(Ok(())) => {
+                    let n = rb.filled().len();
+                    if n == 0 {
+                        let e = io_err(
+                            io::ErrorKind::UnexpectedEof,
+                            "EOF during the WebSocket handshake",
+                        );
+                        return Poll::Ready(Err(self.fail(e)));
+                    }
+                    self.rend += n;
+                }
+            }
+        }
+    }
+
+    /// Appends one frame to the write buffer (client: masked).
+    fn encode(&mut self, opcode: Opcode, payload: &[u8]) -> io::Result<()> {
+        let mask = match self.role {
+            Role::Client => Some(self.keys.key()?),
+            Role::Server => None,
+        };
+        if self.wbuf.capacity() < MAX_HEADER_LEN + payload.len() {
+            self.wbuf
+                .reserve(MAX_HEADER_LEN + payload.len().max(MAX_FRAME_PAYLOAD));
+        }
+        encode_header(true, opcode, payload.len() as u64, mask, &mut self.wbuf);
+        let start = self.wbuf.len();
+        self.wbuf.extend_from_slice(payload);
+        if let Some(k) = mask {
+            apply_mask(&mut self.wbuf[start..], k, 0);
+        }
+        Ok(())
+    }
+
+    /// Writes out the write buffer, then any pending pong / close.
+    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        loop {
+            if self.wpos < self.wbuf.len() {
+                let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &self.wbuf[self.wpos..]))?;
+                if n == 0 {
+                    return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+                }
+                self.wpos += n;
+                continue;
+            }
+            self.wbuf.clear();
+            self.wpos = 0;
+            if !matches!(self.phase, Phase::Open) {
+                return Poll::Ready(Ok(()));
+            }
+            if let Some((p, len)) = self.pong.take()
+                && self.close == CloseOut::None
+            {
+                self.encode(Opcode::Pong, &p[..len])?;
+                continue;
+            }
+            if self.close == CloseOut::Queued {
+                let payload = close_payload(self.peer_close.unwrap_or(1000), "");
+                self.encode(Opcode::Close, &payload)?;
+                self.close = CloseOut::Encoded;
+                continue;
+            }
+            return Poll::Ready(Ok(()));
+        }
+    }
+
+    /// `poll_drain` from the write side (tracks whether the writer is parked on it).
+    fn poll_drain_writer(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let r = self.poll_drain(cx);
+        self.write_blocked = r.is_pending();
+        r
+    }
+
+    /// Decodes buffered bytes until payload is available, the read side ends, or the buffer
+    /// is used up.
+    fn decode_some(&mut self) -> io::Result<()> {
+        while self.data.0 == self.data.1 && !self.read_eof && self.rpos < self.rend {
+            let start = self.rpos;
+            let d = self
+                .decoder
+                .decode(&mut self.rbuf[start..self.rend])
+                .map_err(|e| io_err(io::ErrorKind::InvalidData, e))?;
+            let end = start + d.consumed;
+            match d.event {
+                Some(Event::Data { payload, .. }) => {
+                    // The payload always ends at the last consumed byte.
+                    self.data = (end - payload.len(), end);
+                }
+                Some(Event::Ping(p)) => {
+                    let mut b = [0u8; MAX_CONTROL_PAYLOAD];
+                    b[..p.len()].copy_from_slice(p);
+                    self.pong = Some((b, p.len()));
+                }
+                Some(Event::Pong(_)) | None => {}
+                Some(Event::Close { code, .. }) => {
+                    self.peer_close = code;
+                    self.read_eof = true;
+                }
+            }
+            self.rpos = end;
+        }
+        Ok(())
+    }
+}
+
+impl AsyncRead for WsStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if !this.early.is_empty() {
+            let n = this.early.len().min(buf.remaining());
+            buf.put_slice(&this.early[..n]);
+            this.early.advance(n);
+            return Poll::Ready(Ok(()));
+        }
+        ready!(this.poll_handshake(cx, READER))?;
+        loop {
+            if this.data.0 < this.data.1 {
+                let (a, b) = this.data;
+                let n = (b - a).min(buf.remaining());
+                buf.put_slice(&this.rbuf[a..a + n]);
+                this.data.0 += n;
+                return Poll::Ready(Ok(()));
+            }
+            if this.read_eof {
+                return Poll::Ready(Ok(()));
+            }
+            this.decode_some()?;
+            // Answer pings from the read side too, unless that would steal the writer's
+            // wake-up (a parked writer flushes the pong itself).
+            if this.pong.is_some()
+                && !this.write_blocked
+                && let Poll::Ready(Err(e)) = this.poll_drain(cx)
+            {
+                return Poll::Ready(Err(e));
+            }
+            if this.data.0 < this.data.1 || this.read_eof {
+                continue;
+            }
+            if this.rpos < this.rend {
+                continue;
+            }
+            if this.rbuf.len() < READ_BUF_LEN {
+                this.rbuf.resize(READ_BUF_LEN, 0);
+            }
+            this.rpos = 0;
+            this.rend = 0;
+            this.data = (0, 0);
+            let mut rb = ReadBuf::new(&mut this.rbuf[..]);
+            ready!(Pin::new(&mut this.inner).poll_read(cx, &mut rb))?;
+            let n = rb.filled().len();
+            if n == 0 {
+                if this.decoder.is_mid_frame() {
+                    return Poll::Ready(Err(io_err(
+                        io::ErrorKind::UnexpectedEof,
+                        "EOF inside a WebSocket frame",
+                    )));
+                }
+                this.read_eof = true;
+                return Poll::Ready(Ok(()));
+            }
+            this.rend = n;
+        }
+    }
+}
+
+impl AsyncWrite for WsStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if matches!(this.phase, Phase::Deferred(_)) {
+            let taken = this.start_handshake(buf)?;
+            if taken > 0 {
+                // The bytes ride in the request; push it out if the socket takes it now.
+                if let Poll::Ready(Err(e)) = this.poll_drain_writer(cx) {
+                    return Poll::Ready(Err(this.fail(e)));
+                }
+                return Poll::Ready(Ok(taken));
+            }
+        }
+        ready!(this.poll_handshake(cx, WRITER))?;
+        if this.close != CloseOut::None {
+            return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()));
+        }
+        ready!(this.poll_drain_writer(cx))?;
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let n = buf.len().min(MAX_FRAME_PAYLOAD);
+        this.encode(Opcode::Binary, &buf[..n])?;
+        // The frame is committed; later calls finish writing it.
+        if let Poll::Ready(Err(e)) = this.poll_drain_writer(cx) {
+            return Poll::Ready(Err(e));
+        }
+        Poll::Ready(Ok(n))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if matches!(this.phase, Phase::Deferred(_)) {
+            this.start_handshake(&[])?;
+        }
+        if let Phase::Failed(kind, msg) = &this.phase {
+            return Poll::Ready(Err(io::Error::new(*kind, msg.clone())));
+        }
+        if this.close == CloseOut::Done {
+            return Poll::Ready(Ok(()));
+        }
+        ready!(this.poll_drain_writer(cx))?;
+        Pin::new(&mut this.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_handshake(cx, WRITER))?;
+        if this.close == CloseOut::Done {
+            return Poll::Ready(Ok(()));
+        }
+        // WebSocket has no half-close: Xray and v2ray end the whole conversation on a Close
+        // frame, dropping whatever the other direction still carried. So while the peer may
+        // still send, ending our side only flushes; the Close goes out once the read side has
+        // ended too (the relay's uplinkOnly/downlinkOnly timeouts end an idle other half).
+        if !this.read_eof {
+            return this.poll_drain_writer(cx);
+        }
+        if this.close == CloseOut::None {
+            this.close = CloseOut::Queued;
+        }
+        ready!(this.poll_drain_writer(cx))?;
+        ready!(Pin::new(&mut this.inner).poll_shutdown(cx))?;
+        this.close = CloseOut::Done;
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl ProxyStream for WsStream {
+    fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if !self.early.is_empty()
+            || self.data.0 < self.data.1
+            || self.rpos < self.rend
+            || self.read_eof
+        {
+            return Poll::Ready(Ok(()));
+        }
+        match self.phase {
+            Phase::Open => self.inner.poll_read_ready(cx),
+            // Nothing to read before a write starts the handshake.
+            Phase::Deferred(_) => {
+                self.parked[READER] = Some(cx.waker().clone());
+                Poll::Pending
+            }
+            // Let the read itself drive the handshake (or report its failure).
+            _ => Poll::Ready(Ok(())),
+        }
+    }
+}
