@@ -1,7 +1,11 @@
 //! VLESS (vless.md): request/response headers, user ids and the UDP packet framing, as
-//! sans-IO codecs.
+//! sans-IO codecs, with the async inbound handshake ([`server`]), the outbound stream
+//! ([`client`]) and datagrams over a UDP stream ([`packet`]) on top.
 
+pub mod client;
 pub mod codec;
+pub mod packet;
+pub mod server;
 pub mod udp;
 pub mod user;
 
@@ -12,5 +16,7 @@ pub use codec::{
     Command, FLOW_VISION, Parsed, RESPONSE_HEADER, Request, VlessError, encode_request,
     parse_request, parse_request_user, parse_response_header,
 };
+pub use packet::{VlessPacketReader, VlessPacketStream, VlessPacketWriter};
+pub use server::{VlessAccept, VlessServer, VlessUser, accept};
 pub use udp::{PacketDecoder, UdpError, encode_packet};
 pub use user::{UserId, UserIdError, find_user};

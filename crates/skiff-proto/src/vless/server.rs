@@ -1,0 +1,219 @@
+//! The VLESS inbound handshake (vless.md §5, §6): read the request header, decide between
+//! relay, UDP and fallback, and answer the response header.
+
+use std::io;
+
+use bytes::Bytes;
+use skiff_core::{Address, BoxStream, Prefixed, ProxyStream};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::codec::{
+    Command, MAX_REQUEST_HEADER_LEN, Parsed, RESPONSE_HEADER, VlessError, parse_request,
+    parse_request_user,
+};
+use super::user::UserId;
+
+/// How many bytes the handshake reads at most: a whole maximal header fits, plus a little of
+/// the payload that usually arrives with it.
+const READ_BUF_LEN: usize = 600;
+const _: () = assert!(MAX_REQUEST_HEADER_LEN < READ_BUF_LEN);
+
+/// A configured VLESS user.
+#[derive(Clone, Debug)]
+pub struct VlessUser {
+    pub id: UserId,
+    /// Reported as the session's user (routing, per-user counters).
+    pub email: Option<String>,
+}
+
+/// The users of a VLESS inbound.
+#[derive(Clone, Debug, Default)]
+pub struct VlessServer {
+    pub users: Vec<VlessUser>,
+}
+
+impl VlessServer {
+    /// Looks an id up in constant time across all users (no early exit); the first match wins.
+    /// Same technique as [`super::user::find_user`], over [`VlessUser`]s.
+    fn find(&self, id: &[u8; 16]) -> Option<&VlessUser> {
+        let mut found = 0usize;
+        let mut any = 0usize;
+        for (index, user) in self.users.iter().enumerate() {
+            let eq = usize::from(user.id.ct_eq(id));
+            let take = (eq & !any).wrapping_neg();
+            found = (index & take) | (found & !take);
+            any |= eq;
+        }
+        if std::hint::black_box(any) == 1 {
+            self.users.get(found)
+        } else {
+            None
+        }
+    }
+}
+
+/// The outcome of a VLESS handshake.
+pub enum VlessAccept {
+    /// A valid TCP request: relay `stream` to `destination`. The response header has already
+    /// been written, so `stream` is exactly the client's payload stream (payload bytes read
+    /// with the header are replayed first through [`Prefixed`]); `raw_tcp()` still answers
+    /// the socket when the input was one.
+    Stream {
+        destination: Address,
+        stream: BoxStream,
+        /// The user's email.
+        user: Option<String>,
+    },
+    /// A UDP request (command 0x02): `stream` carries length-prefixed packets
+    /// ([`super::udp`], e.g. through [`super::packet::VlessPacketStream`]) to and from
+    /// `destination`. The response header has already been written.
+    Udp {
+        destination: Address,
+        stream: BoxStream,
+        user: Option<String>,
+    },
+    /// Not a VLESS request for a known user (bad version, unknown id, or the connection ended
+    /// before the id was complete): hand the connection to a fallback. `stream` replays every
+    /// byte read so far; nothing has been written.
+    Fallback { stream: BoxStream },
+}
+
+fn invalid(what: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, what.to_string())
+}
+
+fn with_prefix<S: ProxyStream>(prefix: &[u8], stream: S) -> BoxStream {
+    if prefix.is_empty() {
+        Box::new(stream)
+    } else {
+        Box::new(Prefixed::new(Bytes::copy_from_slice(prefix), stream))
+    }
+}
+
+/// Runs the server side of the VLESS handshake on `stream` (vless.md §5).
+///
+/// Reads only as far as the request header needs (plus whatever arrived with it). A bad
+/// version or an unknown user yields [`VlessAccept::Fallback`] without writing anything;
+/// after a known user every problem (malformed header, flow, Mux, Reverse) is an error and
+/// nothing is written either. The caller applies the handshake timeout and logs errors.
+pub async fn accept<S: ProxyStream>(
+    mut stream: S,
+    server: &VlessServer,
+) -> io::Result<VlessAccept> {
+    let mut buf = [0u8; READ_BUF_LEN];
+    let mut filled = 0usize;
+    let mut user: Option<&VlessUser> = None;
+    loop {
+        let n = stream.read(&mut buf[filled..]).await?;
+        filled += n;
+        let data = &buf[..filled];
+        if user.is_none() {
+            match parse_request_user(data) {
+                Ok(Parsed::Complete(id)) => match server.find(&id) {
+                    Some(found) => user = Some(found),
+                    None => {
+                        return Ok(VlessAccept::Fallback {
+                            stream: with_prefix(data, stream),
+                        });
+                    }
+                },
+                Ok(Parsed::Incomplete) if n == 0 => {
+                    // The peer stopped before saying who it is: not VLESS for us.
+                    return Ok(VlessAccept::Fallback {
+                        stream: with_prefix(data, stream),
+                    });
+                }
+                Ok(Parsed::Incomplete) => continue,
+                Err(_) => {
+                    return Ok(VlessAccept::Fallback {
+                        stream: with_prefix(data, stream),
+                    });
+                }
+            }
+        }
+        let Some(known) = user else { continue };
+        let (request, header_len) = match parse_request(data) {
+            Ok(Parsed::Complete(parsed)) => parsed,
+            Ok(Parsed::Incomplete) if n == 0 => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "connection closed inside the VLESS request header",
+                ));
+            }
+            Ok(Parsed::Incomplete) if filled == buf.len() => {
+                // Unreachable: a maximal header fits in the buffer.
+                return Err(invalid("VLESS request header too long"));
+            }
+            Ok(Parsed::Incomplete) => continue,
+            Err(error) => return Err(invalid(error)),
+        };
+        if let Some(flow) = &request.flow {
+            return Err(invalid(format_args!(
+                "VLESS flow \"{flow}\" is not supported by this inbound"
+            )));
+        }
+        let destination = match (request.command, request.destination) {
+            (Command::Mux, _) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "VLESS Mux (command 0x03) is not supported",
+                ));
+            }
+            (Command::Reverse, _) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "VLESS Reverse (command 0x04) is not supported",
+                ));
+            }
+            (_, Some(destination)) => destination,
+            // The codec always yields a destination for TCP and UDP.
+            (_, None) => return Err(invalid(VlessError::MissingDestination)),
+        };
+        let payload = &buf[header_len..filled];
+        stream.write_all(&RESPONSE_HEADER).await?;
+        stream.flush().await?;
+        let user = known.email.clone();
+        let stream = with_prefix(payload, stream);
+        return Ok(match request.command {
+            Command::Udp => VlessAccept::Udp {
+                destination,
+                stream,
+                user,
+            },
+            _ => VlessAccept::Stream {
+                destination,
+                stream,
+                user,
+            },
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_first_matching_user() {
+        let server = VlessServer {
+            users: vec![
+                VlessUser {
+                    id: UserId::from_bytes([1; 16]),
+                    email: Some("a".into()),
+                },
+                VlessUser {
+                    id: UserId::from_bytes([2; 16]),
+                    email: Some("b".into()),
+                },
+                VlessUser {
+                    id: UserId::from_bytes([2; 16]),
+                    email: Some("c".into()),
+                },
+            ],
+        };
+        assert_eq!(server.find(&[2; 16]).unwrap().email.as_deref(), Some("b"));
+        assert_eq!(server.find(&[1; 16]).unwrap().email.as_deref(), Some("a"));
+        assert!(server.find(&[3; 16]).is_none());
+        assert!(VlessServer::default().find(&[1; 16]).is_none());
+    }
+}
