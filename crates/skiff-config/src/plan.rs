@@ -65,6 +65,7 @@ pub enum InboundProtocol {
     Socks(SocksInbound),
     Http(HttpInbound),
     Tunnel(TunnelInbound),
+    Vless(VlessInbound),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -123,6 +124,7 @@ pub struct OutboundPlan {
 pub enum OutboundProtocol {
     Freedom(FreedomOutbound),
     Blackhole(BlackholeOutbound),
+    Vless(VlessOutbound),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,9 +156,9 @@ pub struct BlackholeOutbound {
     pub response: BlackholeResponse,
 }
 
-/// `streamSettings`. Only raw TCP without security exists yet; anything else is a config error
-/// naming the unsupported value. Later issues add TLS, WebSocket and KCP here.
-#[derive(Clone, Debug, Default)]
+/// `streamSettings`: the transport (`network`) and the security layer above it. Transports
+/// and security layers skiff does not implement are config errors naming the value.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StreamPlan {
     pub network: StreamNetwork,
     pub security: StreamSecurity,
@@ -164,16 +166,155 @@ pub struct StreamPlan {
     pub _reserved: (),
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum StreamNetwork {
+    /// `tcp` / `raw` (the default), without header obfuscation.
     #[default]
     Tcp,
+    /// `ws` / `websocket`.
+    Ws(WsPlan),
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// `wsSettings`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WsPlan {
+    /// `path`, default "/"; always starts with "/".
+    pub path: String,
+    /// `host` (or a `Host` entry of `headers` when `host` is absent).
+    pub host: Option<String>,
+    /// `headers` in config order, without any `Host` entry.
+    pub headers: Vec<(String, String)>,
+    /// `acceptProxyProtocol`, default false (inbounds only).
+    pub accept_proxy_protocol: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum StreamSecurity {
     #[default]
     None,
+    Tls(TlsPlan),
+}
+
+/// `tlsSettings`. For an inbound `certificates` is never empty; for an outbound it is always
+/// empty (client certificates are not supported yet).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TlsPlan {
+    /// `serverName`: the SNI an outbound sends and verifies; None = the destination host.
+    pub server_name: Option<String>,
+    /// `alpn` in config order; empty = no ALPN extension.
+    pub alpn: Vec<String>,
+    /// `minVersion` / `maxVersion`: "1.2" or "1.3" (checked), None = library default.
+    pub min_version: Option<String>,
+    pub max_version: Option<String>,
+    /// `allowInsecure`, default false.
+    pub allow_insecure: bool,
+    /// `pinnedPeerCertSha256`: SHA-256 digests of accepted peer certificates (DER).
+    pub pinned_peer_cert_sha256: Vec<[u8; 32]>,
+    /// `rejectUnknownSni`, default false.
+    pub reject_unknown_sni: bool,
+    pub certificates: Vec<CertificatePlan>,
+}
+
+/// One certificate chain and its private key, PEM text (files are read at load time).
+#[derive(Clone, PartialEq, Eq)]
+pub struct CertificatePlan {
+    pub certificate_pem: String,
+    pub key_pem: String,
+}
+
+/// Never prints key material.
+impl std::fmt::Debug for CertificatePlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CertificatePlan")
+            .field(
+                "certificate_pem",
+                &format_args!("<{} bytes>", self.certificate_pem.len()),
+            )
+            .field("key_pem", &format_args!("<redacted>"))
+            .finish()
+    }
+}
+
+/// VLESS inbound `settings`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VlessInbound {
+    /// May be empty (then every connection fails authentication and goes to a fallback).
+    pub clients: Vec<VlessClient>,
+    /// In config order. Non-empty only on TCP+TLS inbounds (Xray's rule).
+    pub fallbacks: Vec<FallbackPlan>,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+pub struct VlessClient {
+    /// The 16-byte id: a UUID, or Xray's mapping of a 1-30 byte string.
+    pub id: [u8; 16],
+    /// `email`; "" is None.
+    pub email: Option<String>,
+    /// `level`, default 0.
+    pub level: u32,
+}
+
+/// Shows only the first 8 hex digits of the id.
+impl std::fmt::Debug for VlessClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VlessClient")
+            .field("id", &format_args!("{}…", short_id(&self.id)))
+            .field("email", &self.email)
+            .field("level", &self.level)
+            .finish()
+    }
+}
+
+/// The first 4 bytes of an id as 8 hex digits: enough to tell ids apart in output without
+/// revealing them.
+pub fn short_id(id: &[u8; 16]) -> String {
+    id[..4].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One `fallbacks` entry. Selectors (`name` = SNI, `alpn`, `path`) are None when empty ("any").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FallbackPlan {
+    pub name: Option<String>,
+    pub alpn: Option<String>,
+    /// Starts with "/".
+    pub path: Option<String>,
+    pub dest: FallbackDest,
+    /// `xver`: PROXY protocol version sent to `dest`, 0 (none), 1 or 2.
+    pub xver: u8,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FallbackDest {
+    /// A bare port (number or digits string): 127.0.0.1:port.
+    Port(u16),
+    /// "addr:port" (IPv6 without brackets here).
+    Addr(String, u16),
+    /// A Unix socket path starting with "/".
+    Unix(PathBuf),
+    /// An abstract Unix socket, kept as written: "@name", or "@@name" (Xray pads this form
+    /// with zero bytes to the full sockaddr length, for HAProxy compatibility).
+    AbstractUnix(String),
+}
+
+/// VLESS outbound `settings` (one server, one user).
+#[derive(Clone, PartialEq, Eq)]
+pub struct VlessOutbound {
+    pub address: String,
+    pub port: u16,
+    pub id: [u8; 16],
+    pub level: u32,
+}
+
+/// Shows only the first 8 hex digits of the id.
+impl std::fmt::Debug for VlessOutbound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VlessOutbound")
+            .field("address", &self.address)
+            .field("port", &self.port)
+            .field("id", &format_args!("{}…", short_id(&self.id)))
+            .field("level", &self.level)
+            .finish()
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

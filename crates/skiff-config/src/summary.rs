@@ -1,6 +1,7 @@
 //! `Display for Plan`: the readable summary `skiff check` prints. One line per inbound,
 //! outbound and rule, then the policy levels that differ from the defaults. Passwords are
-//! never printed (only how many accounts there are and their user names).
+//! never printed (only how many accounts there are and their user names), VLESS ids only by their
+//! first 8 hex digits, and no key material at all.
 
 use std::fmt::{self, Display, Formatter};
 use std::net::IpAddr;
@@ -10,7 +11,7 @@ use skiff_core::{Networks, PortRange};
 use crate::plan::{
     Account, BlackholeResponse, DomainMatcher, FreedomDomainStrategy, InboundPlan, InboundProtocol,
     LevelPolicy, LogLevel, LogTarget, OutboundPlan, OutboundProtocol, Plan, RoutingDomainStrategy,
-    RulePlan,
+    RulePlan, StreamNetwork, StreamPlan, StreamSecurity, VlessClient, short_id,
 };
 
 impl Display for Plan {
@@ -198,7 +199,15 @@ impl Display for Inbound<'_> {
                 }
                 ("dokodemo-door", notes)
             }
+            InboundProtocol::Vless(v) => {
+                let mut notes = vec![clients(&v.clients)];
+                for fb in &v.fallbacks {
+                    notes.push(fallback(fb));
+                }
+                ("vless", notes)
+            }
         };
+        notes.extend(stream(&ib.stream));
         if ib.sniffing {
             notes.push("sniffing requested (not performed yet)".into());
         }
@@ -211,6 +220,115 @@ impl Display for Inbound<'_> {
             notes.join(", ")
         )
     }
+}
+
+fn clients(list: &[VlessClient]) -> String {
+    if list.is_empty() {
+        return "no clients".to_owned();
+    }
+    let shown: Vec<String> = list
+        .iter()
+        .map(|c| {
+            let mut s = format!("{}…", short_id(&c.id));
+            if let Some(email) = &c.email {
+                s.push_str(&format!(" {email}"));
+            }
+            if c.level != 0 {
+                s.push_str(&format!(" level {}", c.level));
+            }
+            s
+        })
+        .collect();
+    let noun = if list.len() == 1 { "client" } else { "clients" };
+    format!("{} {noun} ({})", list.len(), shown.join(", "))
+}
+
+fn fallback(fb: &crate::plan::FallbackPlan) -> String {
+    use crate::plan::FallbackDest;
+    let mut when = Vec::new();
+    if let Some(name) = &fb.name {
+        when.push(format!("sni {name}"));
+    }
+    if let Some(alpn) = &fb.alpn {
+        when.push(format!("alpn {alpn}"));
+    }
+    if let Some(path) = &fb.path {
+        when.push(format!("path {path}"));
+    }
+    let dest = match &fb.dest {
+        FallbackDest::Port(p) => format!("127.0.0.1:{p}"),
+        FallbackDest::Addr(h, p) if h.contains(':') => format!("[{h}]:{p}"),
+        FallbackDest::Addr(h, p) => format!("{h}:{p}"),
+        FallbackDest::Unix(path) => format!("unix:{}", path.display()),
+        FallbackDest::AbstractUnix(name) => format!("unix:{name}"),
+    };
+    let when = if when.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", when.join(", "))
+    };
+    let xver = if fb.xver == 0 {
+        String::new()
+    } else {
+        format!(" with PROXY v{}", fb.xver)
+    };
+    format!("fallback{when} to {dest}{xver}")
+}
+
+/// The transport and security notes; nothing for plain TCP.
+fn stream(plan: &StreamPlan) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let StreamNetwork::Ws(ws) = &plan.network {
+        let mut s = format!("over WebSocket path {}", ws.path);
+        if let Some(host) = &ws.host {
+            s.push_str(&format!(" host {host}"));
+        }
+        if !ws.headers.is_empty() {
+            s.push_str(&format!(" +{} header(s)", ws.headers.len()));
+        }
+        if ws.accept_proxy_protocol {
+            s.push_str(" accepting PROXY protocol");
+        }
+        notes.push(s);
+    }
+    if let StreamSecurity::Tls(tls) = &plan.security {
+        let mut parts = Vec::new();
+        if let Some(sni) = &tls.server_name {
+            parts.push(format!("sni {sni}"));
+        }
+        if !tls.alpn.is_empty() {
+            parts.push(format!("alpn {}", tls.alpn.join("/")));
+        }
+        match (&tls.min_version, &tls.max_version) {
+            (None, None) => {}
+            (min, max) => parts.push(format!(
+                "versions {}-{}",
+                min.as_deref().unwrap_or("1.2"),
+                max.as_deref().unwrap_or("1.3")
+            )),
+        }
+        if !tls.certificates.is_empty() {
+            parts.push(format!("{} certificate(s)", tls.certificates.len()));
+        }
+        if !tls.pinned_peer_cert_sha256.is_empty() {
+            parts.push(format!(
+                "{} pinned certificate(s)",
+                tls.pinned_peer_cert_sha256.len()
+            ));
+        }
+        if tls.reject_unknown_sni {
+            parts.push("unknown SNI rejected".into());
+        }
+        if tls.allow_insecure {
+            parts.push("certificate NOT verified (allowInsecure)".into());
+        }
+        notes.push(if parts.is_empty() {
+            "tls".to_owned()
+        } else {
+            format!("tls ({})", parts.join(", "))
+        });
+    }
+    notes
 }
 
 struct Outbound<'a>(&'a OutboundPlan);
@@ -248,6 +366,20 @@ impl Display for Outbound<'_> {
                     f.write_str(", answers HTTP 403")?;
                 }
             }
+            OutboundProtocol::Vless(v) => {
+                let host = if v.address.contains(':') {
+                    format!("[{}]", v.address)
+                } else {
+                    v.address.clone()
+                };
+                write!(f, "vless to {host}:{}, id {}…", v.port, short_id(&v.id))?;
+                if v.level != 0 {
+                    write!(f, ", level {}", v.level)?;
+                }
+            }
+        }
+        for note in stream(&ob.stream) {
+            write!(f, ", {note}")?;
         }
         if let Some(via) = &ob.via {
             write!(f, ", via \"{via}\"")?;

@@ -9,8 +9,16 @@ fn examples_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
 
+/// Certificate paths in the examples are relative to the repository root, where a user runs
+/// `skiff run -c examples/...`: make it the working directory (every test here uses absolute
+/// paths, so the other tests are unaffected).
+fn enter_repository_root() {
+    std::env::set_current_dir(examples_dir().join("..")).expect("repository root exists");
+}
+
 #[test]
 fn every_example_loads_cleanly() {
+    enter_repository_root();
     let mut paths: Vec<PathBuf> = std::fs::read_dir(examples_dir())
         .expect("examples/ exists")
         .map(|e| e.expect("readable entry").path())
@@ -27,6 +35,8 @@ fn every_example_loads_cleanly() {
         "port-forward.json",
         "routing.json",
         "http-auth.json",
+        "vless-tls-fallback.json",
+        "vless-ws-client.json",
     ] {
         assert!(
             names.iter().any(|n| n == required),

@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use super::unique_tags::UniqueTags;
 use super::{error_count, lower, protocols, stream};
 use crate::diag::Diagnostic;
-use crate::plan::InboundPlan;
+use crate::plan::{InboundPlan, InboundProtocol, StreamNetwork, StreamSecurity};
 use crate::raw::Item;
 use crate::raw::bounds::{RawAllocate, RawInbound, RawSniffing};
 use crate::source::Loc;
@@ -42,6 +42,7 @@ fn build_inbound(item: &Item<RawInbound>, diags: &mut Vec<Diagnostic>) -> Option
     let stream = stream::build_stream(
         raw.stream_settings.as_ref(),
         &loc.key("streamSettings"),
+        stream::Side::Inbound,
         diags,
     );
     let sniffing = sniffing(raw.sniffing.as_ref(), &loc.key("sniffing"), diags);
@@ -50,6 +51,16 @@ fn build_inbound(item: &Item<RawInbound>, diags: &mut Vec<Diagnostic>) -> Option
     }
     let protocol =
         protocols::inbound_protocol(raw.protocol.as_deref(), raw.settings.as_ref(), loc, diags);
+    if let Some(InboundProtocol::Vless(v)) = &protocol
+        && !v.fallbacks.is_empty()
+        && !(stream.network == StreamNetwork::Tcp
+            && matches!(stream.security, StreamSecurity::Tls(_)))
+    {
+        // Xray: fallbacks only work on TCP+TLS; other combinations must not list any.
+        diags.push(loc.key("settings").key("fallbacks").error(
+            "fallbacks need a TCP+TLS inbound (streamSettings network \"tcp\"/\"raw\" and security \"tls\")",
+        ));
+    }
     if error_count(diags) > errors_before {
         return None;
     }

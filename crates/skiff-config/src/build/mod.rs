@@ -9,6 +9,7 @@ mod policy;
 mod protocols;
 mod routing;
 mod stream;
+mod tls;
 mod unique_tags;
 
 use std::collections::HashSet;
@@ -102,3 +103,6 @@ fn lower(value: Option<&str>) -> Option<String> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod tests_vless;

@@ -33,6 +33,7 @@ fn build_outbound(item: &Item<RawOutbound>, diags: &mut Vec<Diagnostic>) -> Opti
     let stream = stream::build_stream(
         raw.stream_settings.as_ref(),
         &loc.key("streamSettings"),
+        stream::Side::Outbound,
         diags,
     );
     let via =

@@ -20,9 +20,10 @@ use crate::raw::settings::{
 };
 use crate::source::Loc;
 
+mod vless;
+
 /// Xray protocols skiff does not implement yet (either direction).
 const NOT_YET: &[&str] = &[
-    "vless",
     "vmess",
     "trojan",
     "shadowsocks",
@@ -77,6 +78,8 @@ pub fn inbound_protocol(
         "dokodemo-door" | "tunnel" => {
             tunnel(settings(raw_settings, &sloc, diags)?, &sloc, diags).map(InboundProtocol::Tunnel)
         }
+        "vless" => vless::inbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
+            .map(InboundProtocol::Vless),
         n if NOT_YET.contains(&n) || n == "tun" => {
             diags.push(not_supported(n, loc));
             None
@@ -108,6 +111,8 @@ pub fn outbound_protocol(
             .map(OutboundProtocol::Freedom),
         "blackhole" => blackhole(settings(raw_settings, &sloc, diags)?, &sloc, diags)
             .map(OutboundProtocol::Blackhole),
+        "vless" => vless::outbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
+            .map(OutboundProtocol::Vless),
         n if NOT_YET.contains(&n) || ["socks", "http", "dns", "loopback"].contains(&n) => {
             diags.push(not_supported(n, loc));
             None
@@ -248,7 +253,7 @@ fn deprecated_timeout(loc: &Loc) -> Diagnostic {
 
 /// A destination host as Xray accepts it: an IP literal (IPv6 optionally in brackets) or a
 /// domain name.
-fn valid_host(host: &str) -> bool {
+pub(super) fn valid_host(host: &str) -> bool {
     let bare = host
         .strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::values::PortSpec;
+use super::values::{PortSpec, StringList};
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -119,20 +119,14 @@ pub struct RawStream {
     pub raw_settings: Option<RawTcpSettings>,
     pub tcp_settings: Option<RawTcpSettings>,
     pub sockopt: Option<Map<String, Value>>,
-    #[allow(
-        dead_code,
-        reason = "an accepted Xray key: declared so it is not reported as unknown"
-    )]
+    /// Decoded only when `security`/`network` selects it (Xray ignores the others).
     pub tls_settings: Option<Value>,
     #[allow(
         dead_code,
         reason = "an accepted Xray key: declared so it is not reported as unknown"
     )]
     pub reality_settings: Option<Value>,
-    #[allow(
-        dead_code,
-        reason = "an accepted Xray key: declared so it is not reported as unknown"
-    )]
+    /// Decoded only when `security`/`network` selects it (Xray ignores the others).
     pub ws_settings: Option<Value>,
     #[allow(
         dead_code,
@@ -198,4 +192,65 @@ pub struct RawHeader {
         reason = "an accepted Xray key: declared so it is not reported as unknown"
     )]
     pub response: Option<Value>,
+}
+
+/// `wsSettings`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawWsSettings {
+    pub path: Option<String>,
+    pub host: Option<String>,
+    pub headers: Option<Map<String, Value>>,
+    pub accept_proxy_protocol: Option<bool>,
+    pub heartbeat_period: Option<i64>,
+}
+
+/// `tlsSettings`. Keys skiff does not implement are declared as raw values so they get a
+/// precise message instead of "unknown key".
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawTlsSettings {
+    pub server_name: Option<String>,
+    pub alpn: Option<StringList>,
+    pub min_version: Option<String>,
+    pub max_version: Option<String>,
+    pub allow_insecure: Option<bool>,
+    pub pinned_peer_cert_sha256: Option<StringList>,
+    pub reject_unknown_sni: Option<bool>,
+    pub certificates: Option<Vec<RawCertificate>>,
+    pub fingerprint: Option<String>,
+    pub cipher_suites: Option<Value>,
+    pub curve_preferences: Option<Value>,
+    pub enable_session_resumption: Option<Value>,
+    pub disable_system_root: Option<Value>,
+    pub master_key_log: Option<Value>,
+    pub pinned_peer_certificate_chain_sha256: Option<Value>,
+    pub pinned_peer_certificate_public_key_sha256: Option<Value>,
+    pub verify_peer_cert_in_names: Option<Value>,
+    pub verify_peer_cert_by_name: Option<Value>,
+    pub ech_config_list: Option<Value>,
+    pub ech_server_keys: Option<Value>,
+    pub ech_force_query: Option<Value>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawCertificate {
+    pub certificate_file: Option<String>,
+    pub key_file: Option<String>,
+    /// A string or an array of lines: checked by hand.
+    pub certificate: Option<Value>,
+    pub key: Option<Value>,
+    pub usage: Option<String>,
+    #[allow(
+        dead_code,
+        reason = "an accepted Xray key: declared so it is not reported as unknown"
+    )]
+    pub ocsp_stapling: Option<Value>,
+    #[allow(
+        dead_code,
+        reason = "an accepted Xray key: declared so it is not reported as unknown"
+    )]
+    pub one_time_loading: Option<Value>,
+    pub build_chain: Option<Value>,
 }

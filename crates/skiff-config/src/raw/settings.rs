@@ -86,3 +86,53 @@ pub struct RawResponse {
     #[serde(rename = "type")]
     pub kind: Option<String>,
 }
+
+/// VLESS inbound `settings`.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct VlessInboundSettings {
+    pub clients: Option<Vec<RawVlessUser>>,
+    pub decryption: Option<String>,
+    pub fallbacks: Option<Vec<RawFallback>>,
+}
+
+/// A VLESS client (inbound) or user (outbound): the same object in Xray.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RawVlessUser {
+    pub id: Option<String>,
+    pub email: Option<String>,
+    pub level: Option<i64>,
+    pub flow: Option<String>,
+    /// Outbound users only.
+    pub encryption: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RawFallback {
+    pub name: Option<String>,
+    pub alpn: Option<String>,
+    pub path: Option<String>,
+    /// A number or a string: checked by hand for a precise message.
+    pub dest: Option<Value>,
+    pub xver: Option<i64>,
+}
+
+/// VLESS outbound `settings`: `vnext`, or Xray's newer flat form (`address`, `port`, `id`,
+/// `encryption`, `flow`, `level` directly in `settings`).
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct VlessOutboundSettings {
+    pub vnext: Option<Vec<RawVnext>>,
+    pub address: Option<String>,
+    pub port: Option<i64>,
+    pub id: Option<String>,
+    pub encryption: Option<String>,
+    pub flow: Option<String>,
+    pub level: Option<i64>,
+    pub email: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RawVnext {
+    pub address: Option<String>,
+    pub port: Option<i64>,
+    pub users: Option<Vec<RawVlessUser>>,
+}
