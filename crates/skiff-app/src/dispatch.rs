@@ -7,16 +7,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use skiff_core::{
-    Accepted, Address, BoxFuture, BoxStream, ConnectOutcome, Connector, Counted, Metadata, Network,
-    RelayEnd, Reply, relay,
+    Accepted, Address, BoxFuture, BoxStream, ConnectOutcome, Connector, Counted, DirectionCounters,
+    Metadata, Network, Prefixed, RelayCounters, RelayEnd, Reply, relay,
 };
-use skiff_proto::{http, socks};
+use skiff_proto::vless::server::VlessAccept;
+use skiff_proto::{http, socks, vless};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 use tracing::debug;
 
+use crate::fallback;
 use crate::inbound::{InboundHandler, InboundKind};
 use crate::shared::Shared;
+use crate::stack::{LayerSession, Layered};
 use crate::udp;
 
 /// How long an outbound connect may take, as Go's default dialer roughly allows.
@@ -31,8 +34,13 @@ pub async fn serve_tcp(
 ) {
     let mut meta = Metadata::new(inbound.tag.clone(), source, local);
     meta.level = inbound.level;
-    let accepted = match handshake(&shared, &inbound, &meta, stream).await {
-        Ok(accepted) => accepted,
+    let mut session = LayerSession::default();
+    let accepted = match handshake(&shared, &inbound, &meta, stream, &mut session).await {
+        Ok(Handshake::Accepted(accepted)) => accepted,
+        Ok(Handshake::Fallback(stream)) => {
+            fall_back(&shared, &inbound, &meta, stream, &session).await;
+            return;
+        }
         Err(e) if e.kind() == io::ErrorKind::TimedOut => {
             debug!(inbound = %inbound.tag, %source, error = %e, "handshake timed out; closing");
             return;
@@ -70,22 +78,71 @@ pub async fn serve_tcp(
     }
 }
 
-/// Runs the inbound's handshake under the policy's handshake timeout (a timeout is an error
-/// of kind TimedOut). Handshake futures are boxed: each is sized for its own protocol's
-/// buffers and freed when the handshake ends, instead of every connection task carrying the
-/// largest one (the HTTP forwarder's) for its whole life.
+enum Handshake {
+    Accepted(Accepted),
+    /// Not a valid request for a known user: try the inbound's fallbacks with this stream,
+    /// which replays every byte read so far.
+    Fallback(BoxStream),
+}
+
+/// Runs the inbound's transport layers and protocol handshake under the policy's handshake
+/// timeout (a timeout is an error of kind TimedOut). Handshake futures are boxed: each is sized
+/// for its own protocol's buffers and freed when the handshake ends, instead of every
+/// connection task carrying the largest one (the HTTP forwarder's) for its whole life.
 async fn handshake(
     shared: &Arc<Shared>,
     inbound: &Arc<InboundHandler>,
     meta: &Metadata,
-    stream: TcpStream,
-) -> io::Result<Accepted> {
+    tcp: TcpStream,
+    session: &mut LayerSession,
+) -> io::Result<Handshake> {
     let limit = shared.level(inbound.level).handshake;
     let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "no complete request in time");
-    match &inbound.kind {
+    // The tunnel's destination may come from the raw socket (SO_ORIGINAL_DST): read it first.
+    let tunnel_destination = match &inbound.kind {
+        InboundKind::Tunnel(config) => Some(config.destination_for(&tcp)?),
+        _ => None,
+    };
+    let stream: BoxStream = if inbound.layers.is_empty() {
+        Box::new(tcp)
+    } else {
+        match timeout(
+            limit,
+            Box::pin(inbound.layers.accept(Box::new(tcp), session)),
+        )
+        .await
+        {
+            Ok(Ok(Layered::Ready(stream))) => stream,
+            Ok(Ok(Layered::NotForUs(stream))) => return Ok(Handshake::Fallback(stream)),
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return Err(timed_out()),
+        }
+    };
+    let accepted = match &inbound.kind {
         InboundKind::Socks { config, .. } => {
             match timeout(limit, Box::pin(socks::server::handshake(stream, config))).await {
                 Ok(result) => result.map_err(io::Error::other),
+                Err(_) => Err(timed_out()),
+            }
+        }
+        InboundKind::Vless { server, .. } => {
+            match timeout(limit, Box::pin(vless::server::accept(stream, server))).await {
+                Ok(Ok(VlessAccept::Stream {
+                    destination,
+                    stream,
+                    user,
+                })) => Ok(Accepted::Stream {
+                    destination,
+                    stream,
+                    reply: Reply::None,
+                    user,
+                }),
+                Ok(Ok(VlessAccept::Fallback { stream })) => return Ok(Handshake::Fallback(stream)),
+                Ok(Ok(VlessAccept::Udp { destination, .. })) => Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!("UDP over VLESS (to {destination}) is not wired up yet"),
+                )),
+                Ok(Err(e)) => Err(e),
                 Err(_) => Err(timed_out()),
             }
         }
@@ -106,15 +163,57 @@ async fn handshake(
             ))
             .await
         }
-        InboundKind::Tunnel(config) => {
-            let destination = config.destination_for(&stream)?;
+        InboundKind::Tunnel(_) => {
+            let destination = tunnel_destination
+                .ok_or_else(|| io::Error::other("tunnel without a destination"))?;
             Ok(Accepted::Stream {
                 destination,
-                stream: Box::new(stream),
+                stream,
                 reply: Reply::None,
                 user: None,
             })
         }
+    };
+    accepted.map(Handshake::Accepted)
+}
+
+/// Hands a connection that is not for us to the inbound's fallback, or closes it (without a
+/// byte of our own) when none applies.
+async fn fall_back(
+    shared: &Shared,
+    inbound: &InboundHandler,
+    meta: &Metadata,
+    mut stream: BoxStream,
+    session: &LayerSession,
+) {
+    let fallbacks: &[skiff_config::FallbackPlan] = match &inbound.kind {
+        InboundKind::Vless { fallbacks, .. } => fallbacks,
+        _ => &[],
+    };
+    let first = stream.take_read_residue().unwrap_or_default();
+    let Some(fallback) = fallback::select(fallbacks, session, &first) else {
+        debug!(inbound = %inbound.tag, source = %meta.source, "not a valid request and no fallback; closing");
+        return;
+    };
+    let stream: BoxStream = Box::new(Prefixed::new(first, stream));
+    let counters = RelayCounters {
+        uplink: DirectionCounters::new(vec![inbound.uplink.clone()]),
+        downlink: DirectionCounters::new(vec![inbound.downlink.clone()]),
+        spliced: shared.stats.spliced().clone(),
+        copied: shared.stats.copied().clone(),
+    };
+    let policy = shared.relay_policy(meta.level);
+    if let Err(e) = fallback::serve(
+        stream,
+        fallback,
+        meta.source,
+        meta.local,
+        &policy,
+        &counters,
+    )
+    .await
+    {
+        debug!(inbound = %inbound.tag, source = %meta.source, error = %e, "fallback failed");
     }
 }
 

@@ -8,7 +8,11 @@ use skiff_core::{Address, Counter, Stats};
 use skiff_proto::http::server::HttpServerConfig;
 use skiff_proto::socks::server::SocksServerConfig;
 
+use crate::stack::InboundLayers;
 use crate::tunnel::TunnelConfig;
+use skiff_config::FallbackPlan;
+use skiff_proto::vless::server::{VlessServer, VlessUser};
+use skiff_proto::vless::user::UserId;
 
 pub enum InboundKind {
     Socks {
@@ -17,11 +21,17 @@ pub enum InboundKind {
     },
     Http(HttpServerConfig),
     Tunnel(TunnelConfig),
+    Vless {
+        server: VlessServer,
+        fallbacks: Vec<FallbackPlan>,
+    },
 }
 
 pub struct InboundHandler {
     pub tag: Arc<str>,
     pub kind: InboundKind,
+    /// TLS and WebSocket under the protocol (streamSettings).
+    pub layers: InboundLayers,
     pub level: u32,
     pub uplink: Arc<Counter>,
     pub downlink: Arc<Counter>,
@@ -32,7 +42,7 @@ pub struct InboundHandler {
 }
 
 impl InboundHandler {
-    pub fn build(plan: &InboundPlan, stats: &Stats) -> InboundHandler {
+    pub fn build(plan: &InboundPlan, stats: &Stats) -> Result<InboundHandler, String> {
         let accounts = |list: &[skiff_config::Account]| {
             list.iter()
                 .map(|a| (a.user.clone(), a.pass.clone()))
@@ -72,16 +82,37 @@ impl InboundHandler {
                 t.network.tcp,
                 t.network.udp,
             ),
+            InboundProtocol::Vless(v) => (
+                InboundKind::Vless {
+                    server: VlessServer {
+                        users: v
+                            .clients
+                            .iter()
+                            .map(|c| VlessUser {
+                                id: UserId::from_bytes(c.id),
+                                email: c.email.clone(),
+                            })
+                            .collect(),
+                    },
+                    fallbacks: v.fallbacks.clone(),
+                },
+                v.clients.first().map_or(0, |c| c.level),
+                true,
+                false,
+            ),
         };
-        InboundHandler {
+        let layers = InboundLayers::build(&plan.stream)
+            .map_err(|e| format!("inbound `{}`: {e}", plan.tag))?;
+        Ok(InboundHandler {
             tag: Arc::from(plan.tag.as_str()),
             kind,
+            layers,
             level,
             uplink: stats.counter(&format!("inbound>>>{}>>>traffic>>>uplink", plan.tag)),
             downlink: stats.counter(&format!("inbound>>>{}>>>traffic>>>downlink", plan.tag)),
             tcp,
             udp_listener,
-        }
+        })
     }
 
     pub fn protocol_name(&self) -> &'static str {
@@ -89,6 +120,7 @@ impl InboundHandler {
             InboundKind::Socks { .. } => "socks",
             InboundKind::Http(_) => "http",
             InboundKind::Tunnel(_) => "tunnel",
+            InboundKind::Vless { .. } => "vless",
         }
     }
 }

@@ -50,7 +50,8 @@ impl Running {
     /// any listener cannot be bound, naming it.
     pub async fn start(plan: &Plan) -> io::Result<Running> {
         let stats = Stats::new();
-        let outbounds = outbounds::build(&plan.outbounds, &stats);
+        let outbounds = outbounds::build(&plan.outbounds, &stats)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let router = Router::new(&plan.routing, |tag| {
             plan.outbounds.iter().position(|o| o.tag == tag)
         });
@@ -67,7 +68,10 @@ impl Running {
         let mut listeners = Vec::new();
         let mut tasks = Vec::new();
         for inbound_plan in &plan.inbounds {
-            let inbound = Arc::new(InboundHandler::build(inbound_plan, &shared.stats));
+            let inbound = Arc::new(
+                InboundHandler::build(inbound_plan, &shared.stats)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
+            );
             for range in &inbound_plan.ports {
                 for port in range.first..=range.last {
                     let addr = SocketAddr::new(inbound_plan.listen, port);

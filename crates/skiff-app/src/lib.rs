@@ -3,10 +3,13 @@
 
 mod access_log;
 mod dispatch;
+mod fallback;
 mod inbound;
 mod memory;
+mod outbound_vless;
 mod outbounds;
 mod shared;
+mod stack;
 mod tunnel;
 mod udp;
 

@@ -5,7 +5,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use skiff_config::{FreedomDomainStrategy, OutboundPlan, OutboundProtocol};
-use skiff_core::{Counter, Outbound, Stats};
+use skiff_core::{Address, Counter, Outbound, Stats};
+use skiff_proto::vless::user::UserId;
+
+use crate::outbound_vless::VlessOutbound;
+use crate::stack::OutboundLayers;
 use skiff_proto::blackhole::Blackhole;
 use skiff_proto::freedom::{Freedom, Resolve};
 
@@ -16,7 +20,7 @@ pub struct OutboundHandler {
     pub downlink: Arc<Counter>,
 }
 
-pub fn build(plans: &[OutboundPlan], stats: &Stats) -> Vec<OutboundHandler> {
+pub fn build(plans: &[OutboundPlan], stats: &Stats) -> Result<Vec<OutboundHandler>, String> {
     let mut built: HashMap<String, Arc<dyn Outbound>> = HashMap::new();
     // Chains are acyclic and at most as long as the list: build in rounds until all exist.
     for _ in 0..=plans.len() {
@@ -31,25 +35,29 @@ pub fn build(plans: &[OutboundPlan], stats: &Stats) -> Vec<OutboundHandler> {
                     None => continue,
                 },
             };
-            built.insert(plan.tag.clone(), make(&plan.protocol, via));
+            let handler = make(plan, via).map_err(|e| format!("outbound `{}`: {e}", plan.tag))?;
+            built.insert(plan.tag.clone(), handler);
         }
     }
     plans
         .iter()
-        .map(|plan| OutboundHandler {
-            tag: Arc::from(plan.tag.as_str()),
-            handler: built
-                .get(&plan.tag)
-                .cloned()
-                .unwrap_or_else(|| make(&plan.protocol, None)),
-            uplink: stats.counter(&format!("outbound>>>{}>>>traffic>>>uplink", plan.tag)),
-            downlink: stats.counter(&format!("outbound>>>{}>>>traffic>>>downlink", plan.tag)),
+        .map(|plan| {
+            let handler = match built.get(&plan.tag) {
+                Some(h) => h.clone(),
+                None => make(plan, None).map_err(|e| format!("outbound `{}`: {e}", plan.tag))?,
+            };
+            Ok(OutboundHandler {
+                tag: Arc::from(plan.tag.as_str()),
+                handler,
+                uplink: stats.counter(&format!("outbound>>>{}>>>traffic>>>uplink", plan.tag)),
+                downlink: stats.counter(&format!("outbound>>>{}>>>traffic>>>downlink", plan.tag)),
+            })
         })
         .collect()
 }
 
-fn make(protocol: &OutboundProtocol, via: Option<Arc<dyn Outbound>>) -> Arc<dyn Outbound> {
-    match protocol {
+fn make(plan: &OutboundPlan, via: Option<Arc<dyn Outbound>>) -> Result<Arc<dyn Outbound>, String> {
+    Ok(match &plan.protocol {
         OutboundProtocol::Freedom(f) => Arc::new(Freedom {
             resolve: match f.domain_strategy {
                 FreedomDomainStrategy::AsIs => Resolve::AsIs,
@@ -63,5 +71,11 @@ fn make(protocol: &OutboundProtocol, via: Option<Arc<dyn Outbound>>) -> Arc<dyn 
         OutboundProtocol::Blackhole(b) => Arc::new(Blackhole {
             http_response: b.response == skiff_config::BlackholeResponse::Http,
         }),
-    }
+        OutboundProtocol::Vless(v) => Arc::new(VlessOutbound {
+            server: Address::from_host(&v.address, v.port),
+            user: UserId::from_bytes(v.id),
+            layers: OutboundLayers::build(&plan.stream, &v.address)?,
+            via,
+        }),
+    })
 }

@@ -141,3 +141,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
         self.inner.is_write_vectored()
     }
 }
+
+/// Unix sockets carry fallbacks to local web servers; they are never spliced.
+#[cfg(unix)]
+impl ProxyStream for tokio::net::UnixStream {}

@@ -61,7 +61,14 @@ fn examples_pass_check() {
         if path.extension().and_then(|e| e.to_str()) != Some("json") {
             continue;
         }
-        let out = skiff().arg("check").arg("-c").arg(&path).output().unwrap();
+        // Examples name their certificate files relative to the repository root.
+        let out = skiff()
+            .current_dir(repo_root())
+            .arg("check")
+            .arg("-c")
+            .arg(&path)
+            .output()
+            .unwrap();
         assert!(
             out.status.success(),
             "{}: {}",
