@@ -8,6 +8,15 @@ pub enum Kind {
     Raw,
     /// B and C are plain port forwards (dokodemo-door → freedom): the relay alone.
     Tunnel,
+    /// B: dokodemo-door → VLESS out; C: VLESS in → freedom; over TLS and/or WebSocket.
+    Vless { tls: bool, ws: bool },
+}
+
+impl Kind {
+    /// The combination needs a certificate on C.
+    pub fn tls(self) -> bool {
+        matches!(self, Kind::Vless { tls: true, .. })
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -27,6 +36,38 @@ pub const ALL: &[Combination] = &[
         name: "tunnel",
         about: "dokodemo-door → freedom on B and on C (the relay alone: splice when possible)",
         kind: Kind::Tunnel,
+    },
+    Combination {
+        name: "vless-tcp",
+        about: "VLESS over raw TCP",
+        kind: Kind::Vless {
+            tls: false,
+            ws: false,
+        },
+    },
+    Combination {
+        name: "vless-tls",
+        about: "VLESS over TCP with TLS",
+        kind: Kind::Vless {
+            tls: true,
+            ws: false,
+        },
+    },
+    Combination {
+        name: "vless-ws",
+        about: "VLESS over WebSocket",
+        kind: Kind::Vless {
+            tls: false,
+            ws: true,
+        },
+    },
+    Combination {
+        name: "vless-ws-tls",
+        about: "VLESS over WebSocket with TLS",
+        kind: Kind::Vless {
+            tls: true,
+            ws: true,
+        },
     },
 ];
 
@@ -62,6 +103,9 @@ mod tests {
         assert_eq!(names, ["raw"]);
         let names: Vec<_> = select(Some("tun, raw")).iter().map(|c| c.name).collect();
         assert_eq!(names, ["raw", "tunnel"]);
+        let names: Vec<_> = select(Some("vless-ws")).iter().map(|c| c.name).collect();
+        assert_eq!(names, ["vless-ws"]);
+        assert_eq!(select(Some("vless")).len(), 4);
         assert!(select(Some("nothing-like-this")).is_empty());
     }
 }

@@ -165,7 +165,7 @@ pub fn version_of(path: &Path, args: &[&str]) -> String {
 }
 
 /// Where each hop of a row listens.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Hops {
     /// B's inbound, where A connects.
     pub b_listen: SocketAddr,
@@ -173,6 +173,76 @@ pub struct Hops {
     pub c_listen: SocketAddr,
     /// D, where C connects.
     pub d: SocketAddr,
+    /// C's certificate and key files, for combinations with TLS.
+    pub certificate: Option<(PathBuf, PathBuf)>,
+}
+
+/// The id every bench row uses between B and C.
+const BENCH_UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
+
+fn vless_stream(tls: bool, ws: bool, role: Role, hops: &Hops) -> Option<Value> {
+    let mut stream = json!({ "network": if ws { "ws" } else { "tcp" } });
+    if ws {
+        stream["wsSettings"] = json!({ "path": "/bench" });
+    }
+    if tls {
+        stream["security"] = json!("tls");
+        stream["tlsSettings"] = match role {
+            Role::Server => {
+                let (cert, key) = hops.certificate.as_ref()?;
+                json!({ "certificates": [{
+                    "certificateFile": cert.display().to_string(),
+                    "keyFile": key.display().to_string()
+                }] })
+            }
+            Role::Client => json!({ "serverName": "bench.skiff", "allowInsecure": true }),
+        };
+    }
+    Some(stream)
+}
+
+/// B: dokodemo-door on `listen` to `d`, carried by VLESS to C at `c`.
+fn xray_vless_client(listen: SocketAddr, d: SocketAddr, c: SocketAddr, stream: Value) -> Value {
+    json!({
+        "log": { "loglevel": "warning", "access": "none" },
+        "inbounds": [{
+            "tag": "bench-in",
+            "listen": listen.ip().to_string(),
+            "port": listen.port(),
+            "protocol": "dokodemo-door",
+            "settings": { "address": d.ip().to_string(), "port": d.port(), "network": "tcp" }
+        }],
+        "outbounds": [{
+            "tag": "to-c",
+            "protocol": "vless",
+            "settings": { "vnext": [{
+                "address": c.ip().to_string(),
+                "port": c.port(),
+                "users": [{ "id": BENCH_UUID, "encryption": "none" }]
+            }] },
+            "streamSettings": stream
+        }]
+    })
+}
+
+/// C: VLESS in on `listen`, freedom out.
+fn xray_vless_server(listen: SocketAddr, stream: Value) -> Value {
+    json!({
+        "log": { "loglevel": "warning", "access": "none" },
+        "inbounds": [{
+            "tag": "bench-in",
+            "listen": listen.ip().to_string(),
+            "port": listen.port(),
+            "protocol": "vless",
+            "settings": { "clients": [{ "id": BENCH_UUID }], "decryption": "none" },
+            "streamSettings": stream
+        }],
+        "outbounds": [{
+            "tag": "direct",
+            "protocol": "freedom",
+            "settings": { "finalRules": [{ "action": "allow", "ip": ["127.0.0.0/8", "10.0.0.0/8"] }] }
+        }]
+    })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,7 +255,9 @@ impl Implementation {
     pub fn supports(&self, combo: &Combination) -> bool {
         match combo.kind {
             Kind::Raw => false,
-            Kind::Tunnel => matches!(self.flavor, Flavor::Skiff | Flavor::Xray | Flavor::V2ray),
+            Kind::Tunnel | Kind::Vless { .. } => {
+                matches!(self.flavor, Flavor::Skiff | Flavor::Xray | Flavor::V2ray)
+            }
         }
     }
 
@@ -198,6 +270,13 @@ impl Implementation {
                     Role::Server => (hops.c_listen, hops.d),
                 };
                 xray_tunnel(listen, to)
+            }
+            (Kind::Vless { tls, ws }, Flavor::Skiff | Flavor::Xray | Flavor::V2ray) => {
+                let stream = vless_stream(tls, ws, role, hops)?;
+                match role {
+                    Role::Client => xray_vless_client(hops.b_listen, hops.d, hops.c_listen, stream),
+                    Role::Server => xray_vless_server(hops.c_listen, stream),
+                }
             }
             _ => return None,
         };
@@ -262,6 +341,7 @@ mod tests {
             b_listen: "127.0.0.1:1001".parse().unwrap(),
             c_listen: "127.0.0.1:1002".parse().unwrap(),
             d: "127.0.0.1:1003".parse().unwrap(),
+            certificate: Some(("/tmp/c.pem".into(), "/tmp/k.pem".into())),
         }
     }
 
@@ -310,9 +390,20 @@ mod tests {
     #[test]
     fn skiff_accepts_the_generated_configs() {
         let imp = skiff(PathBuf::from("/bin/true"));
+        // Real certificate files: the loader reads them.
+        let dir = std::env::temp_dir().join(format!("skiff-bench-impls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let certified = rcgen::generate_simple_self_signed(vec!["bench.skiff".into()]).unwrap();
+        let (cert, key) = (dir.join("c.pem"), dir.join("k.pem"));
+        std::fs::write(&cert, certified.cert.pem()).unwrap();
+        std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
+        let hops = Hops {
+            certificate: Some((cert, key)),
+            ..hops()
+        };
         for combo in ALL.iter().filter(|c| imp.supports(c)) {
             for role in [Role::Client, Role::Server] {
-                let text = imp.config(combo, role, &hops()).unwrap();
+                let text = imp.config(combo, role, &hops).unwrap();
                 let loaded = skiff_config::load_sources(&[skiff_config::Source {
                     name: "gen.json".into(),
                     text,
@@ -321,6 +412,7 @@ mod tests {
                 assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
             }
         }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -237,7 +237,7 @@ pub fn start_chain(
             (Some(sink), d)
         }
     };
-    let (Some(imp), Kind::Tunnel) = (imp, combo.kind) else {
+    let (Some(imp), false) = (imp, combo.kind == Kind::Raw) else {
         // The raw row: A talks to D directly.
         return Ok(Chain {
             b: None,
@@ -253,13 +253,19 @@ pub fn start_chain(
     } else {
         free_port()?
     };
+    let dir = workdir.join(format!("{}-{}", combo.name, imp.name));
+    std::fs::create_dir_all(&dir)?;
+    let certificate = if combo.kind.tls() {
+        Some(write_certificate(&dir)?)
+    } else {
+        None
+    };
     let hops = Hops {
         b_listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), b_port),
         c_listen: SocketAddr::new(place.c_ip, c_port),
         d,
+        certificate,
     };
-    let dir = workdir.join(format!("{}-{}", combo.name, imp.name));
-    std::fs::create_dir_all(&dir)?;
     let mut caps = Vec::new();
     let mut start = |role: Role,
                      ns: &Option<String>,
@@ -307,6 +313,16 @@ pub fn start_chain(
         _sink: sink,
         _caps: caps,
     })
+}
+
+/// A self-signed certificate for C (the B side does not verify it: allowInsecure).
+fn write_certificate(dir: &Path) -> io::Result<(PathBuf, PathBuf)> {
+    let certified = rcgen::generate_simple_self_signed(vec!["bench.skiff".to_string()])
+        .map_err(|e| io::Error::other(format!("certificate: {e}")))?;
+    let (cert, key) = (dir.join("c-cert.pem"), dir.join("c-key.pem"));
+    std::fs::write(&cert, certified.cert.pem())?;
+    std::fs::write(&key, certified.signing_key.serialize_pem())?;
+    Ok((cert, key))
 }
 
 /// `ip netns exec NS program args…`: exec keeps the PID, so the process is measured as itself.
