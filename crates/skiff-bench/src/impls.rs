@@ -205,13 +205,7 @@ fn vless_stream(tls: bool, ws: bool, role: Role, hops: &Hops) -> Option<Value> {
 fn xray_vless_client(listen: SocketAddr, d: SocketAddr, c: SocketAddr, stream: Value) -> Value {
     json!({
         "log": { "loglevel": "warning", "access": "none" },
-        "inbounds": [{
-            "tag": "bench-in",
-            "listen": listen.ip().to_string(),
-            "port": listen.port(),
-            "protocol": "dokodemo-door",
-            "settings": { "address": d.ip().to_string(), "port": d.port(), "network": "tcp" }
-        }],
+        "inbounds": [dokodemo(listen, d)],
         "outbounds": [{
             "tag": "to-c",
             "protocol": "vless",
@@ -237,11 +231,7 @@ fn xray_vless_server(listen: SocketAddr, stream: Value) -> Value {
             "settings": { "clients": [{ "id": BENCH_UUID }], "decryption": "none" },
             "streamSettings": stream
         }],
-        "outbounds": [{
-            "tag": "direct",
-            "protocol": "freedom",
-            "settings": { "finalRules": [{ "action": "allow", "ip": ["127.0.0.0/8", "10.0.0.0/8"] }] }
-        }]
+        "outbounds": [freedom()]
     })
 }
 
@@ -310,24 +300,35 @@ impl Implementation {
     }
 }
 
+/// The dokodemo-door inbound B uses as A's entry: `listen`, forwarding to `to`.
+fn dokodemo(listen: SocketAddr, to: SocketAddr) -> Value {
+    json!({
+        "tag": "bench-in",
+        "listen": listen.ip().to_string(),
+        "port": listen.port(),
+        "protocol": "dokodemo-door",
+        "settings": { "address": to.ip().to_string(), "port": to.port(), "network": "tcp" }
+    })
+}
+
+/// Freedom out. Its `finalRules` let Xray 26 reach loopback and the link's private addresses
+/// (older versions and Skiff accept the allow rule as a no-op).
+fn freedom() -> Value {
+    json!({
+        "tag": "direct",
+        "protocol": "freedom",
+        "settings": { "finalRules": [{ "action": "allow", "ip": ["127.0.0.0/8", "10.0.0.0/8"] }] }
+    })
+}
+
 /// Xray-format port forward: dokodemo-door on `listen` to `to`, freedom out. Quiet logs; the
 /// freedom `finalRules` let Xray 26 reach loopback and the link's private addresses (older
 /// versions and Skiff accept the allow rule as a no-op).
 fn xray_tunnel(listen: SocketAddr, to: SocketAddr) -> Value {
     json!({
         "log": { "loglevel": "warning", "access": "none" },
-        "inbounds": [{
-            "tag": "bench-in",
-            "listen": listen.ip().to_string(),
-            "port": listen.port(),
-            "protocol": "dokodemo-door",
-            "settings": { "address": to.ip().to_string(), "port": to.port(), "network": "tcp" }
-        }],
-        "outbounds": [{
-            "tag": "direct",
-            "protocol": "freedom",
-            "settings": { "finalRules": [{ "action": "allow", "ip": ["127.0.0.0/8", "10.0.0.0/8"] }] }
-        }]
+        "inbounds": [dokodemo(listen, to)],
+        "outbounds": [freedom()]
     })
 }
 

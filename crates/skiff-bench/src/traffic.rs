@@ -118,6 +118,22 @@ fn pump_out<W: Write>(stream: &mut W, bytes: u64, until: Option<Instant>) -> io:
     Ok(sent)
 }
 
+/// The source's side of a download: `bytes` exactly, or whatever arrives until `until`.
+fn download<R: Read>(stream: &mut R, bytes: u64, until: Option<Instant>) -> io::Result<u64> {
+    let Some(t) = until else {
+        return pump_in(stream, bytes);
+    };
+    let mut buf = vec![0u8; CHUNK];
+    let mut got = 0u64;
+    while Instant::now() < t {
+        match stream.read(&mut buf)? {
+            0 => break,
+            n => got += n as u64,
+        }
+    }
+    Ok(got)
+}
+
 /// Reads until `bytes` arrived or EOF; returns bytes read.
 fn pump_in<R: Read>(stream: &mut R, bytes: u64) -> io::Result<u64> {
     let mut buf = vec![0u8; CHUNK];
@@ -386,20 +402,7 @@ fn one_connection(
             s.read_exact(&mut ack)?;
             Ok(u64::from_be_bytes(ack))
         }
-        Mode::Download => match until {
-            None => pump_in(&mut s, bytes),
-            Some(t) => {
-                let mut buf = vec![0u8; CHUNK];
-                let mut got = 0u64;
-                while Instant::now() < t {
-                    match s.read(&mut buf)? {
-                        0 => break,
-                        n => got += n as u64,
-                    }
-                }
-                Ok(got)
-            }
-        },
+        Mode::Download => download(&mut s, bytes, until),
         Mode::Both => {
             let mut writer = s.try_clone()?;
             let out = std::thread::spawn(move || {
@@ -445,20 +448,7 @@ fn one_tls_connection(
             s.read_exact(&mut ack)?;
             Ok(u64::from_be_bytes(ack))
         }
-        Mode::Download => match until {
-            None => pump_in(&mut s, bytes),
-            Some(t) => {
-                let mut buf = vec![0u8; CHUNK];
-                let mut got = 0u64;
-                while Instant::now() < t {
-                    match s.read(&mut buf)? {
-                        0 => break,
-                        n => got += n as u64,
-                    }
-                }
-                Ok(got)
-            }
-        },
+        Mode::Download => download(&mut s, bytes, until),
         _ => Err(io::Error::other(
             "--payload tls moves data one way at a time (upload or download)",
         )),
