@@ -321,9 +321,7 @@ fn freedom() -> Value {
     })
 }
 
-/// Xray-format port forward: dokodemo-door on `listen` to `to`, freedom out. Quiet logs; the
-/// freedom `finalRules` let Xray 26 reach loopback and the link's private addresses (older
-/// versions and Skiff accept the allow rule as a no-op).
+/// Xray-format port forward with quiet logs: dokodemo-door on `listen` to `to`, freedom out.
 fn xray_tunnel(listen: SocketAddr, to: SocketAddr) -> Value {
     json!({
         "log": { "loglevel": "warning", "access": "none" },
