@@ -199,11 +199,20 @@ fn digest(seed: u64, len: u64) -> Vec<u8> {
 }
 
 /// Sends `seed`'s payload on a clone of `s` while hashing everything read from `s`.
+///
+/// The write side is shut only once the whole opposite payload has arrived (or 60 s passed).
+/// v2ray 4.34 drops what is still queued in its internal pipe towards the outbound when the
+/// other direction has already finished and the uplink ends: its inbound handler returns,
+/// cancels the session context and the outbound closes with the queue unsent. Holding the
+/// FIN keeps both payloads complete before either direction ends, which is how request /
+/// response traffic behaves anyway; half-close itself is still exercised.
 fn exchange(s: TcpStream, seed: u64) -> (u64, Vec<u8>) {
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let mut writer = s.try_clone().unwrap();
+    let (all_received, wait_all_received) = std::sync::mpsc::channel::<()>();
     let sender = std::thread::spawn(move || {
         payload_chunks(seed, BULK, |c| writer.write_all(c).unwrap());
+        let _ = wait_all_received.recv_timeout(Duration::from_secs(60));
         writer.shutdown(std::net::Shutdown::Write).unwrap();
     });
     let mut reader = s;
@@ -217,7 +226,11 @@ fn exchange(s: TcpStream, seed: u64) -> (u64, Vec<u8>) {
         }
         total += n as u64;
         h.update(&buf[..n]);
+        if total >= BULK {
+            let _ = all_received.send(());
+        }
     }
+    drop(all_received);
     sender.join().unwrap();
     (total, h.finalize().to_vec())
 }
