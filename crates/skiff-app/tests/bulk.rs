@@ -114,3 +114,56 @@ async fn half_closed_client_still_gets_the_whole_answer() {
     .await
     .expect("test deadline");
 }
+
+/// VLESS over raw TCP: once the request header is written and the response header stripped,
+/// both sides splice in both directions; only the first chunks go through user space.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vless_over_raw_tcp_splices_both_ways_on_both_sides() {
+    const UUID: &str = "27848739-7e62-4138-9fd3-098a63964b6b";
+    tokio::time::timeout(TEST_DEADLINE, async {
+        let (target, server) = source_sink(2, BULK).await;
+        let server_side = start(&format!(
+            r#"{{ "inbounds": [{{ "tag": "vless-in", "listen": "127.0.0.1", "port": {},
+                   "protocol": "vless",
+                   "settings": {{ "clients": [{{ "id": "{UUID}" }}], "decryption": "none" }} }}],
+                 "outbounds": [{{ "protocol": "freedom" }}] }}"#,
+            free_port()
+        ))
+        .await;
+        let vless_port = server_side
+            .address_of("vless-in", Network::Tcp)
+            .unwrap()
+            .port();
+        let client_side = start(&format!(
+            r#"{{ "inbounds": [{{ "tag": "fwd", "listen": "127.0.0.1", "port": {},
+                   "protocol": "dokodemo-door",
+                   "settings": {{ "address": "127.0.0.1", "port": {}, "network": "tcp" }} }}],
+                 "outbounds": [{{ "protocol": "vless", "settings": {{ "vnext": [{{
+                   "address": "127.0.0.1", "port": {vless_port},
+                   "users": [{{ "id": "{UUID}", "encryption": "none" }}] }}] }} }}] }}"#,
+            free_port(),
+            target.port()
+        ))
+        .await;
+        let entry = client_side.address_of("fwd", Network::Tcp).unwrap();
+        both_ways(TcpStream::connect(entry).await.unwrap(), server).await;
+        for (side, running) in [("client", &client_side), ("server", &server_side)] {
+            let (spliced, copied) = (
+                running.stats().spliced().get(),
+                running.stats().copied().get(),
+            );
+            assert_eq!(
+                spliced + copied,
+                2 * BULK,
+                "{side}: every byte relayed once"
+            );
+            // A few 64 KiB buffers before each direction turns raw, then the kernel.
+            assert!(
+                copied <= 4 * MIB,
+                "{side}: {copied} bytes copied, {spliced} spliced"
+            );
+        }
+    })
+    .await
+    .expect("test deadline");
+}

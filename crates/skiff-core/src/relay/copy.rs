@@ -1,11 +1,14 @@
-//! User-space relay for one direction, for streams that transform bytes (TLS, WebSocket…).
-//! The buffer is allocated when the reader first has data, so idle connections hold none.
+//! User-space relay for one direction, for streams that transform bytes (TLS, WebSocket…) or
+//! have not yet become plain sockets (a protocol header still to write or strip). The buffer is
+//! allocated when the reader first has data, so idle connections hold none.
 
 use std::io;
+use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll, ready};
 
+use bytes::Bytes;
 use tokio::io::ReadBuf;
 
 use crate::stats::{Counter, DirectionCounters};
@@ -14,17 +17,43 @@ use crate::stream::ProxyStream;
 /// 64 KiB: big enough to keep syscalls and AEAD records per GiB low, small enough to not matter.
 const BUFFER_SIZE: usize = 64 * 1024;
 
+/// How a copy stopped.
+#[derive(Debug, PartialEq, Eq)]
+pub enum CopyEnd {
+    /// EOF read, everything written, the writer shut down.
+    Finished,
+    /// The buffer is empty and both ends are raw sockets now: the caller may splice.
+    BothRaw,
+}
+
 #[derive(Default)]
 pub struct CopyState {
-    buf: Option<Box<[u8]>>,
+    buf: Option<Box<[MaybeUninit<u8>]>>,
     start: usize,
     end: usize,
     eof: bool,
 }
 
 impl CopyState {
+    /// Queues bytes a handshake read ahead, to be written before anything else is read.
+    pub fn load(&mut self, bytes: &Bytes) {
+        let len = bytes.len().max(BUFFER_SIZE);
+        let buf = match self.buf.take() {
+            Some(buf) if buf.len() >= bytes.len() => buf,
+            _ => Box::new_uninit_slice(len),
+        };
+        let buf = self.buf.insert(buf);
+        for (slot, byte) in buf.iter_mut().zip(bytes.iter()) {
+            slot.write(*byte);
+        }
+        self.start = 0;
+        self.end = bytes.len();
+    }
+
     /// Polls the copy from `reader` to `writer` until EOF has been read, everything written,
-    /// and `writer` shut down.
+    /// and `writer` shut down; or, with `stop_when_raw`, until the buffer is empty at a moment
+    /// when both ends answer `raw_tcp()` (a protocol wrapper became transparent).
+    #[allow(clippy::too_many_arguments)]
     pub fn poll_copy<R, W>(
         &mut self,
         cx: &mut Context<'_>,
@@ -33,24 +62,34 @@ impl CopyState {
         counters: &DirectionCounters,
         copied: &Counter,
         tally: &AtomicU64,
-    ) -> Poll<io::Result<()>>
+        stop_when_raw: bool,
+    ) -> Poll<io::Result<CopyEnd>>
     where
         R: ProxyStream + ?Sized,
         W: ProxyStream + ?Sized,
     {
         loop {
             if self.start == self.end && !self.eof {
+                if stop_when_raw && reader.raw_tcp().is_some() && writer.raw_tcp().is_some() {
+                    // The buffer has done its job; splice needs none.
+                    self.buf = None;
+                    return Poll::Ready(Ok(CopyEnd::BothRaw));
+                }
                 if self.buf.is_none() {
                     ready!(reader.poll_read_ready(cx))?;
-                    self.buf = Some(vec![0u8; BUFFER_SIZE].into_boxed_slice());
+                    self.buf = Some(Box::new_uninit_slice(BUFFER_SIZE));
                 }
                 let Some(buf) = self.buf.as_deref_mut() else {
                     continue;
                 };
-                let mut read_buf = ReadBuf::new(buf);
+                let mut read_buf = ReadBuf::uninit(buf);
                 match Pin::new(&mut *reader).poll_read(cx, &mut read_buf) {
                     Poll::Pending => {
-                        // Nothing more to read now: push out what the writer may be holding.
+                        // Nothing to read now and nothing held: give the buffer back, so a
+                        // connection that goes quiet costs no buffer (it comes back
+                        // uninitialised, so taking it again is only a malloc).
+                        self.buf = None;
+                        // Push out what the writer may be holding.
                         ready!(Pin::new(&mut *writer).poll_flush(cx))?;
                         return Poll::Pending;
                     }
@@ -68,6 +107,9 @@ impl CopyState {
                     break;
                 };
                 let chunk = &buf[self.start..self.end];
+                // SAFETY: `..end` was filled by the last read (ReadBuf tracks it; `load` copies
+                // in), so these bytes are initialised.
+                let chunk = unsafe { &*(chunk as *const [MaybeUninit<u8>] as *const [u8]) };
                 let n = ready!(Pin::new(&mut *writer).poll_write(cx, chunk))?;
                 if n == 0 {
                     return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
@@ -80,8 +122,11 @@ impl CopyState {
             if self.eof {
                 ready!(Pin::new(&mut *writer).poll_flush(cx))?;
                 return match ready!(Pin::new(&mut *writer).poll_shutdown(cx)) {
-                    Err(e) if e.kind() == io::ErrorKind::NotConnected => Poll::Ready(Ok(())),
-                    other => Poll::Ready(other),
+                    Err(e) if e.kind() == io::ErrorKind::NotConnected => {
+                        Poll::Ready(Ok(CopyEnd::Finished))
+                    }
+                    Err(e) => Poll::Ready(Err(e)),
+                    Ok(()) => Poll::Ready(Ok(CopyEnd::Finished)),
                 };
             }
         }

@@ -1,25 +1,27 @@
 //! The relay: moves bytes both ways between the inbound's stream and the outbound's stream
 //! until both directions have ended, with half-close propagation, live counters and the
-//! policy's idle timeouts. When both ends are raw TCP sockets it splices (Linux), otherwise
-//! it copies through lazily allocated buffers.
+//! policy's idle timeouts. Each direction copies through a lazily allocated buffer until both
+//! of its ends are raw TCP sockets, then splices (Linux). Ends that are raw from the start
+//! (tunnel → freedom) splice from the first byte; a protocol wrapper that becomes transparent
+//! once its header is written or stripped (a VLESS client over raw TCP) switches mid-way.
 
 mod copy;
 #[cfg(target_os = "linux")]
 mod splice;
 
-use std::future::{Future, poll_fn};
+use std::future::poll_fn;
 use std::io;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
 
 use crate::stats::{Counter, DirectionCounters};
 use crate::stream::BoxStream;
-use copy::CopyState;
+use copy::{CopyEnd, CopyState};
 
 /// Xray's policy timeouts as the relay applies them.
 #[derive(Clone, Copy, Debug)]
@@ -69,21 +71,17 @@ pub async fn relay(
     counters: &RelayCounters,
 ) -> RelayOutcome {
     let tally = Tally::default();
-    #[cfg(target_os = "linux")]
-    if client.raw_tcp().is_some() && server.raw_tcp().is_some() {
-        let end = splice_both(&mut client, &mut server, policy, counters, &tally).await;
-        return tally.outcome(true, end);
-    }
-    let mut pump = CopyPump {
+    let mut pump = HybridPump {
         client: &mut client,
         server: &mut server,
-        up: CopyState::default(),
-        down: CopyState::default(),
+        up: Direction::default(),
+        down: Direction::default(),
         counters,
         tally: &tally,
     };
     let end = drive(&mut pump, policy, &tally).await;
-    tally.outcome(false, end)
+    let spliced = pump.up.is_splicing() || pump.down.is_splicing();
+    tally.outcome(spliced, end)
 }
 
 #[derive(Default)]
@@ -156,103 +154,107 @@ async fn drive<P: Pump>(pump: &mut P, policy: &RelayPolicy, tally: &Tally) -> Re
     .await
 }
 
-struct CopyPump<'a> {
+/// One direction's way of moving bytes.
+enum Direction {
+    Copy(CopyState),
+    #[cfg(target_os = "linux")]
+    Splice(splice::SpliceState),
+}
+
+impl Default for Direction {
+    fn default() -> Self {
+        Direction::Copy(CopyState::default())
+    }
+}
+
+impl Direction {
+    fn is_splicing(&self) -> bool {
+        match self {
+            Direction::Copy(_) => false,
+            #[cfg(target_os = "linux")]
+            Direction::Splice(_) => true,
+        }
+    }
+
+    fn poll(
+        &mut self,
+        cx: &mut Context<'_>,
+        reader: &mut BoxStream,
+        writer: &mut BoxStream,
+        counters: &DirectionCounters,
+        all: &RelayCounters,
+        tally: &AtomicU64,
+    ) -> Poll<io::Result<()>> {
+        loop {
+            match self {
+                Direction::Copy(state) => {
+                    let stop_when_raw = cfg!(target_os = "linux");
+                    let end = ready!(state.poll_copy(
+                        cx,
+                        &mut **reader,
+                        &mut **writer,
+                        counters,
+                        &all.copied,
+                        tally,
+                        stop_when_raw,
+                    ))?;
+                    if end == CopyEnd::Finished {
+                        return Poll::Ready(Ok(()));
+                    }
+                    // Bytes a handshake read ahead go first, through user space; the kernel
+                    // takes over once the buffer is empty again.
+                    if let Some(residue) = reader.take_read_residue() {
+                        state.load(&residue);
+                        continue;
+                    }
+                    #[cfg(target_os = "linux")]
+                    {
+                        *self = Direction::Splice(splice::SpliceState::default());
+                    }
+                }
+                #[cfg(target_os = "linux")]
+                Direction::Splice(state) => {
+                    let (Some(from), Some(to)) = (reader.raw_tcp(), writer.raw_tcp()) else {
+                        return Poll::Ready(Err(io::Error::other(
+                            "a spliced stream stopped being a raw socket",
+                        )));
+                    };
+                    return state.poll_splice(cx, from, to, counters, &all.spliced, tally);
+                }
+            }
+        }
+    }
+}
+
+/// Both directions of a relay over the two streams.
+struct HybridPump<'a> {
     client: &'a mut BoxStream,
     server: &'a mut BoxStream,
-    up: CopyState,
-    down: CopyState,
+    up: Direction,
+    down: Direction,
     counters: &'a RelayCounters,
     tally: &'a Tally,
 }
 
-impl Pump for CopyPump<'_> {
+impl Pump for HybridPump<'_> {
     fn poll_uplink(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.up.poll_copy(
+        self.up.poll(
             cx,
-            &mut **self.client,
-            &mut **self.server,
+            self.client,
+            self.server,
             &self.counters.uplink,
-            &self.counters.copied,
+            self.counters,
             &self.tally.up,
         )
     }
     fn poll_downlink(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.down.poll_copy(
+        self.down.poll(
             cx,
-            &mut **self.server,
-            &mut **self.client,
+            self.server,
+            self.client,
             &self.counters.downlink,
-            &self.counters.copied,
+            self.counters,
             &self.tally.down,
         )
     }
-}
-
-struct FuturePump<U, D> {
-    up: Pin<Box<U>>,
-    down: Pin<Box<D>>,
-}
-
-impl<U, D> Pump for FuturePump<U, D>
-where
-    U: Future<Output = io::Result<()>>,
-    D: Future<Output = io::Result<()>>,
-{
-    fn poll_uplink(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.up.as_mut().poll(cx)
-    }
-    fn poll_downlink(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.down.as_mut().poll(cx)
-    }
-}
-
-#[cfg(target_os = "linux")]
-async fn splice_both(
-    client: &mut BoxStream,
-    server: &mut BoxStream,
-    policy: &RelayPolicy,
-    counters: &RelayCounters,
-    tally: &Tally,
-) -> RelayEnd {
-    // Bytes a handshake read ahead go first, through user space, then the kernel takes over.
-    let client_residue = client.take_read_residue();
-    let server_residue = server.take_read_residue();
-    let (Some(client_tcp), Some(server_tcp)) = (client.raw_tcp(), server.raw_tcp()) else {
-        return RelayEnd::Failed(io::Error::other("splice needs two raw sockets"));
-    };
-    let up = async {
-        if let Some(bytes) = client_residue {
-            splice::write_all_raw(server_tcp, &bytes).await?;
-            counters.uplink.add(bytes.len() as u64);
-            tally.up.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        }
-        splice::splice_direction(
-            client_tcp,
-            server_tcp,
-            &counters.uplink,
-            &counters.spliced,
-            &tally.up,
-        )
-        .await
-    };
-    let down = async {
-        if let Some(bytes) = server_residue {
-            splice::write_all_raw(client_tcp, &bytes).await?;
-            counters.downlink.add(bytes.len() as u64);
-            tally.down.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        }
-        splice::splice_direction(
-            server_tcp,
-            client_tcp,
-            &counters.downlink,
-            &counters.spliced,
-            &tally.down,
-        )
-        .await
-    };
-    let mut pump = FuturePump {
-        up: Box::pin(up),
-        down: Box::pin(down),
-    };
-    drive(&mut pump, policy, tally).await
 }

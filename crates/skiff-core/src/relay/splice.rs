@@ -5,6 +5,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll, ready};
 
 use tokio::io::Interest;
 use tokio::net::TcpStream;
@@ -75,64 +76,71 @@ fn splice(from: RawFd, to: RawFd, len: usize) -> io::Result<usize> {
     }
 }
 
-/// Writes `data` to a raw socket (used for read-ahead residue before splicing starts).
-pub async fn write_all_raw(socket: &TcpStream, mut data: &[u8]) -> io::Result<()> {
-    while !data.is_empty() {
-        socket.writable().await?;
-        match socket.try_write(data) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => data = &data[n..],
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+/// One direction of splicing: socket → pipe → socket, as a poll-driven state so the relay can
+/// switch a direction from copying to splicing in the middle of a connection.
+#[derive(Default)]
+pub struct SpliceState {
+    pipe: Option<Pipe>,
+    /// Bytes sitting in the pipe, not yet written to the destination.
+    pending: usize,
+    eof: bool,
 }
 
-/// Moves bytes from `from` to `to` until `from` reaches EOF, then shuts down `to`'s write side
-/// (half-close propagates). Counts every spliced byte as it leaves the pipe.
-pub async fn splice_direction(
-    from: &TcpStream,
-    to: &TcpStream,
-    counters: &DirectionCounters,
-    spliced: &Counter,
-    tally: &AtomicU64,
-) -> io::Result<()> {
-    let mut pipe: Option<Pipe> = None;
-    loop {
-        from.readable().await?;
-        let pipe = match &mut pipe {
-            Some(p) => p,
-            None => pipe.insert(Pipe::new()?),
-        };
-        let read = from.try_io(Interest::READABLE, || {
-            splice(from.as_raw_fd(), pipe.write, pipe.capacity)
-        });
-        let mut pending = match read {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            Err(e) => return Err(e),
-        };
-        while pending > 0 {
-            to.writable().await?;
-            let wrote = to.try_io(Interest::WRITABLE, || {
-                splice(pipe.read, to.as_raw_fd(), pending)
-            });
-            match wrote {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+impl SpliceState {
+    /// Moves bytes from `from` to `to` until `from` reaches EOF, then shuts down `to`'s write
+    /// side (half-close propagates). Counts every spliced byte as it leaves the pipe, so
+    /// traffic counters move live.
+    pub fn poll_splice(
+        &mut self,
+        cx: &mut Context<'_>,
+        from: &TcpStream,
+        to: &TcpStream,
+        counters: &DirectionCounters,
+        spliced: &Counter,
+        tally: &AtomicU64,
+    ) -> Poll<io::Result<()>> {
+        loop {
+            if self.pending == 0 {
+                if self.eof {
+                    return Poll::Ready(shutdown_write(to));
+                }
+                ready!(from.poll_read_ready(cx))?;
+                let pipe = match &mut self.pipe {
+                    Some(p) => p,
+                    None => self.pipe.insert(Pipe::new()?),
+                };
+                let (pipe_write, capacity) = (pipe.write, pipe.capacity);
+                match from.try_io(Interest::READABLE, || {
+                    splice(from.as_raw_fd(), pipe_write, capacity)
+                }) {
+                    Ok(0) => self.eof = true,
+                    Ok(n) => self.pending = n,
+                    // try_io cleared the readiness: the next poll registers the waker.
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Poll::Ready(Err(e)),
+                }
+                continue;
+            }
+            let Some(pipe) = &self.pipe else {
+                return Poll::Ready(Err(io::Error::other("splice pipe vanished")));
+            };
+            let pipe_read = pipe.read;
+            ready!(to.poll_write_ready(cx))?;
+            match to.try_io(Interest::WRITABLE, || {
+                splice(pipe_read, to.as_raw_fd(), self.pending)
+            }) {
+                Ok(0) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
                 Ok(n) => {
-                    pending -= n;
+                    self.pending -= n;
                     counters.add(n as u64);
                     spliced.add(n as u64);
                     tally.fetch_add(n as u64, Ordering::Relaxed);
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Err(e),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Poll::Ready(Err(e)),
             }
         }
     }
-    shutdown_write(to)
 }
 
 fn shutdown_write(socket: &TcpStream) -> io::Result<()> {

@@ -287,6 +287,24 @@ impl AsyncWrite for VlessClientStream {
 }
 
 impl ProxyStream for VlessClientStream {
+    /// Once the request header is out and the response header stripped, the wrapper adds
+    /// nothing: the relay may splice the socket underneath.
+    fn raw_tcp(&self) -> Option<&tokio::net::TcpStream> {
+        if self.write == WriteState::Done && self.resp_done {
+            self.inner.raw_tcp()
+        } else {
+            None
+        }
+    }
+
+    fn take_read_residue(&mut self) -> Option<bytes::Bytes> {
+        if self.resp_done {
+            self.inner.take_read_residue()
+        } else {
+            None
+        }
+    }
+
     fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if self.write != WriteState::Done
             && let Err(error) = self.kick_from_reader(cx)
