@@ -13,6 +13,8 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 use sha2::{Digest, Sha256};
 use skiff_core::BoxStream;
+
+use super::read_ahead::ReadAhead;
 use tokio_rustls::TlsConnector;
 
 use super::stream::TlsProxyStream;
@@ -82,7 +84,7 @@ impl TlsClient {
     /// Handshake on `stream`; returns the decrypted stream. Bound it with a timeout.
     pub async fn connect(&self, stream: BoxStream) -> std::io::Result<BoxStream> {
         let tls = TlsConnector::from(self.config.clone())
-            .connect(self.server_name.clone(), stream)
+            .connect(self.server_name.clone(), ReadAhead::new(stream))
             .await?;
         Ok(Box::new(TlsProxyStream::client(tls)))
     }

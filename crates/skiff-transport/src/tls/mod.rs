@@ -5,6 +5,7 @@
 
 pub mod client;
 pub mod client_hello;
+mod read_ahead;
 pub mod server;
 pub mod stream;
 

@@ -11,6 +11,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use skiff_core::BoxStream;
+
+use super::read_ahead::ReadAhead;
 use tokio_rustls::TlsAcceptor;
 
 use super::stream::TlsProxyStream;
@@ -86,7 +88,7 @@ impl TlsServer {
     /// Bound it with a timeout: a silent client stalls it indefinitely.
     pub async fn accept(&self, stream: BoxStream) -> std::io::Result<(BoxStream, TlsSession)> {
         let tls = TlsAcceptor::from(self.config.clone())
-            .accept(stream)
+            .accept(ReadAhead::new(stream))
             .await?;
         let conn = tls.get_ref().1;
         let session = TlsSession {

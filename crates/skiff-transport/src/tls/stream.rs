@@ -1,32 +1,35 @@
 //! The decrypted stream handed back by [`TlsServer::accept`](super::TlsServer::accept) and
 //! [`TlsClient::connect`](super::TlsClient::connect): a thin newtype over tokio-rustls's
-//! stream so it can implement [`ProxyStream`]. Adds no buffers of its own.
+//! stream so it can implement [`ProxyStream`]. Below rustls sits a [`ReadAhead`] so ciphertext
+//! arrives in 64 KiB reads rather than rustls' 4 KiB ones.
 
 use std::io::{self, BufRead};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use skiff_core::{BoxStream, ProxyStream};
+use skiff_core::ProxyStream;
+
+use super::read_ahead::ReadAhead;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// Either side of an established TLS connection over a [`BoxStream`].
+/// Either side of an established TLS connection over a [`BoxStream`](skiff_core::BoxStream).
 pub struct TlsProxyStream {
     inner: Inner,
 }
 
 enum Inner {
-    Client(tokio_rustls::client::TlsStream<BoxStream>),
-    Server(tokio_rustls::server::TlsStream<BoxStream>),
+    Client(tokio_rustls::client::TlsStream<ReadAhead>),
+    Server(tokio_rustls::server::TlsStream<ReadAhead>),
 }
 
 impl TlsProxyStream {
-    pub(crate) fn client(s: tokio_rustls::client::TlsStream<BoxStream>) -> TlsProxyStream {
+    pub(crate) fn client(s: tokio_rustls::client::TlsStream<ReadAhead>) -> TlsProxyStream {
         TlsProxyStream {
             inner: Inner::Client(s),
         }
     }
 
-    pub(crate) fn server(s: tokio_rustls::server::TlsStream<BoxStream>) -> TlsProxyStream {
+    pub(crate) fn server(s: tokio_rustls::server::TlsStream<ReadAhead>) -> TlsProxyStream {
         TlsProxyStream {
             inner: Inner::Server(s),
         }
@@ -43,7 +46,7 @@ impl TlsProxyStream {
         !matches!(filled, Err(ref e) if e.kind() == io::ErrorKind::WouldBlock)
     }
 
-    fn io_mut(&mut self) -> &mut BoxStream {
+    fn io_mut(&mut self) -> &mut ReadAhead {
         match &mut self.inner {
             Inner::Client(s) => s.get_mut().0,
             Inner::Server(s) => s.get_mut().0,
