@@ -61,7 +61,9 @@ impl Activity {
 enum UplinkEnd {
     /// The client closed between packets.
     Closed,
-    /// The stream failed or was cut inside a packet.
+    /// The stream ended or failed inside a packet: a broken client (or a lying length).
+    Cut(io::Error),
+    /// The stream failed between packets.
     Failed(io::Error),
 }
 
@@ -121,6 +123,9 @@ pub async fn serve(
                     }
                 }
                 Ok(None) => return UplinkEnd::Closed,
+                Err(e) if reader.buffered() > 0 => return UplinkEnd::Cut(e),
+                // A TLS peer gone without close_notify, between packets: an ordinary end.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return UplinkEnd::Closed,
                 Err(e) => return UplinkEnd::Failed(e),
             }
         }
@@ -139,9 +144,9 @@ pub async fn serve(
                     _ = activity.idle(policy.downlink_only) => "client closed".to_string(),
                 }
             }
-            UplinkEnd::Failed(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+            UplinkEnd::Cut(e) => {
                 info!(source = %meta.source, %destination, error = %e, "VLESS UDP: client stream cut inside a packet; closing");
-                format!("failed: {e}")
+                return;
             }
             UplinkEnd::Failed(e) => format!("failed: {e}"),
         },

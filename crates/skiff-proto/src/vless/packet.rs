@@ -114,6 +114,12 @@ impl VlessPacketReader {
         Poll::Ready(Ok(Some(payload)))
     }
 
+    /// Received bytes not yet returned as datagrams: non-zero after an error means the
+    /// stream ended or failed inside a packet.
+    pub fn buffered(&self) -> usize {
+        self.end - self.start
+    }
+
     /// Reads until a whole frame sits at `buf[start..]` and returns its payload length, or
     /// `None` when the stream ended cleanly before another frame began.
     fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Option<usize>>> {
@@ -232,5 +238,6 @@ mod tests {
         drop(b);
         let err = packets.reader.recv_packet().await.unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        assert_eq!(packets.reader.buffered(), 4);
     }
 }
