@@ -21,6 +21,7 @@ use crate::inbound::{InboundHandler, InboundKind};
 use crate::shared::Shared;
 use crate::stack::{LayerSession, Layered};
 use crate::udp;
+use crate::vless_udp;
 
 /// How long an outbound connect may take, as Go's default dialer roughly allows.
 const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -39,6 +40,15 @@ pub async fn serve_tcp(
         Ok(Handshake::Accepted(accepted)) => accepted,
         Ok(Handshake::Fallback(stream)) => {
             fall_back(&shared, &inbound, &meta, stream, &session).await;
+            return;
+        }
+        Ok(Handshake::VlessUdp {
+            destination,
+            stream,
+            user,
+        }) => {
+            meta.user = user.map(Arc::from);
+            vless_udp::serve(&shared, &inbound, meta, destination, stream).await;
             return;
         }
         Err(e) if e.kind() == io::ErrorKind::TimedOut => {
@@ -83,6 +93,12 @@ enum Handshake {
     /// Not a valid request for a known user: try the inbound's fallbacks with this stream,
     /// which replays every byte read so far.
     Fallback(BoxStream),
+    /// A VLESS UDP request (command 0x02): length-prefixed datagrams to one destination.
+    VlessUdp {
+        destination: Address,
+        stream: BoxStream,
+        user: Option<String>,
+    },
 }
 
 /// Runs the inbound's transport layers and protocol handshake under the policy's handshake
@@ -138,10 +154,17 @@ async fn handshake(
                     user,
                 }),
                 Ok(Ok(VlessAccept::Fallback { stream })) => return Ok(Handshake::Fallback(stream)),
-                Ok(Ok(VlessAccept::Udp { destination, .. })) => Err(io::Error::new(
-                    io::ErrorKind::Unsupported,
-                    format!("UDP over VLESS (to {destination}) is not wired up yet"),
-                )),
+                Ok(Ok(VlessAccept::Udp {
+                    destination,
+                    stream,
+                    user,
+                })) => {
+                    return Ok(Handshake::VlessUdp {
+                        destination,
+                        stream,
+                        user,
+                    });
+                }
                 Ok(Err(e)) => Err(e),
                 Err(_) => Err(timed_out()),
             }

@@ -12,6 +12,7 @@ mod shared;
 mod stack;
 mod tunnel;
 mod udp;
+mod vless_udp;
 
 pub mod instance;
 pub mod limits;

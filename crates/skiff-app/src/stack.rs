@@ -76,6 +76,7 @@ impl InboundLayers {
     }
 }
 
+#[derive(Clone)]
 pub struct OutboundLayers {
     tls: Option<TlsClient>,
     ws: Option<WsClientOptions>,

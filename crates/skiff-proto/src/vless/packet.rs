@@ -8,6 +8,7 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
+use bytes::Bytes;
 use skiff_core::BoxStream;
 use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf, ReadHalf, WriteHalf};
 
@@ -82,20 +83,53 @@ impl VlessPacketReader {
         cx: &mut Context<'_>,
         out: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        let Some(len) = ready!(self.poll_frame(cx))? else {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "VLESS UDP stream closed",
+            )));
+        };
+        let payload = &self.buf[self.start + 2..self.start + 2 + len];
+        let n = len.min(out.remaining());
+        out.put_slice(&payload[..n]);
+        self.consume(len);
+        Poll::Ready(Ok(()))
+    }
+
+    /// Receives the next datagram whole, as its own buffer of exactly its length (no scratch
+    /// buffer of the maximal datagram size needed). `Ok(None)` is the end of the stream
+    /// between packets (the peer closed cleanly); the end inside a packet is an
+    /// `UnexpectedEof` error. Cancel-safe like [`recv`](Self::recv).
+    pub async fn recv_packet(&mut self) -> io::Result<Option<Bytes>> {
+        poll_fn(|cx| self.poll_recv_packet(cx)).await
+    }
+
+    /// Poll form of [`recv_packet`](Self::recv_packet).
+    pub fn poll_recv_packet(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Option<Bytes>>> {
+        let Some(len) = ready!(self.poll_frame(cx))? else {
+            return Poll::Ready(Ok(None));
+        };
+        let payload = Bytes::copy_from_slice(&self.buf[self.start + 2..self.start + 2 + len]);
+        self.consume(len);
+        Poll::Ready(Ok(Some(payload)))
+    }
+
+    /// Received bytes not yet returned as datagrams: non-zero after an error means the
+    /// stream ended or failed inside a packet.
+    pub fn buffered(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// Reads until a whole frame sits at `buf[start..]` and returns its payload length, or
+    /// `None` when the stream ended cleanly before another frame began.
+    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Option<usize>>> {
         loop {
             let avail = &self.buf[self.start..self.end];
             let need = match avail {
                 [hi, lo, rest @ ..] => {
                     let len = usize::from(u16::from_be_bytes([*hi, *lo]));
-                    if let Some(payload) = rest.get(..len) {
-                        let n = len.min(out.remaining());
-                        out.put_slice(&payload[..n]);
-                        self.start += 2 + len;
-                        if self.start == self.end {
-                            self.start = 0;
-                            self.end = 0;
-                        }
-                        return Poll::Ready(Ok(()));
+                    if rest.len() >= len {
+                        return Poll::Ready(Ok(Some(len)));
                     }
                     2 + len
                 }
@@ -113,14 +147,24 @@ impl VlessPacketReader {
             ready!(Pin::new(&mut self.inner).poll_read(cx, &mut read_buf))?;
             let n = read_buf.filled().len();
             if n == 0 {
-                let what = if self.start == self.end {
-                    "VLESS UDP stream closed"
-                } else {
-                    "VLESS UDP stream closed inside a packet"
-                };
-                return Poll::Ready(Err(io::Error::new(io::ErrorKind::UnexpectedEof, what)));
+                if self.start == self.end {
+                    return Poll::Ready(Ok(None));
+                }
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "VLESS UDP stream closed inside a packet",
+                )));
             }
             self.end += n;
+        }
+    }
+
+    /// Drops the frame of payload length `len` at `buf[start..]`.
+    fn consume(&mut self, len: usize) {
+        self.start += 2 + len;
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
         }
     }
 }
@@ -147,5 +191,53 @@ impl VlessPacketWriter {
     /// Shuts the sending direction down (half-close).
     pub async fn shutdown(&mut self) -> io::Result<()> {
         self.inner.shutdown().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::UnixStream;
+
+    #[tokio::test]
+    async fn recv_packet_returns_whole_datagrams_and_a_clean_end() {
+        let (a, mut b) = UnixStream::pair().unwrap();
+        let mut packets = VlessPacketStream::new(Box::new(a));
+        let big = vec![0x5a; 9000];
+        let mut wire = Vec::new();
+        for payload in [&big[..], b"", b"two"] {
+            encode_packet(payload, &mut wire).unwrap();
+        }
+        // Split inside the first length prefix and inside the big payload.
+        for part in [&wire[..1], &wire[1..5000], &wire[5000..]] {
+            b.write_all(part).await.unwrap();
+        }
+        assert_eq!(packets.reader.recv_packet().await.unwrap().unwrap(), big);
+        assert!(
+            packets
+                .reader
+                .recv_packet()
+                .await
+                .unwrap()
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            &packets.reader.recv_packet().await.unwrap().unwrap()[..],
+            b"two"
+        );
+        drop(b);
+        assert!(packets.reader.recv_packet().await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn recv_packet_refuses_an_end_inside_a_packet() {
+        let (a, mut b) = UnixStream::pair().unwrap();
+        let mut packets = VlessPacketStream::new(Box::new(a));
+        b.write_all(&[0x00, 0x05, b'a', b'b']).await.unwrap();
+        drop(b);
+        let err = packets.reader.recv_packet().await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        assert_eq!(packets.reader.buffered(), 4);
     }
 }

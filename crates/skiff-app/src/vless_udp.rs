@@ -1,0 +1,183 @@
+//! VLESS UDP (command 0x02, vless.md §4.2) on the inbound side: the client's length-prefixed
+//! packets go to the routed outbound's packet conversation, to the one destination of the
+//! request header; every datagram that comes back is framed the same way towards the client.
+//!
+//! The connection ends when the client closes it (after `downlinkOnly` more of replies), when
+//! nothing moved either way for `connIdle`, or when the client's stream is cut inside a packet.
+
+use std::future::poll_fn;
+use std::io;
+use std::pin::pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use skiff_core::{Address, BoxStream, Metadata, Network, PacketConn};
+use skiff_proto::vless::packet::{VlessPacketStream, VlessPacketWriter};
+use tokio::io::ReadBuf;
+use tokio::time::{Instant, timeout};
+use tracing::{debug, info};
+
+use crate::inbound::InboundHandler;
+use crate::shared::Shared;
+
+/// How long opening the outbound's packet conversation may take.
+const BIND_TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest datagram a UDP socket can hand us.
+const DATAGRAM_MAX: usize = 65_535;
+
+/// When a datagram last moved, in milliseconds since `start`; shared by both directions.
+struct Activity {
+    start: Instant,
+    last_ms: AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Activity {
+        Activity {
+            start: Instant::now(),
+            last_ms: AtomicU64::new(0),
+        }
+    }
+
+    fn touch(&self) {
+        let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Resolves once nothing moved for `limit`.
+    async fn idle(&self, limit: Duration) {
+        loop {
+            let last = Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
+            let deadline = self.start + last + limit;
+            if Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep_until(deadline).await;
+        }
+    }
+}
+
+/// Why the client's direction stopped.
+enum UplinkEnd {
+    /// The client closed between packets.
+    Closed,
+    /// The stream ended or failed inside a packet: a broken client (or a lying length).
+    Cut(io::Error),
+    /// The stream failed between packets.
+    Failed(io::Error),
+}
+
+/// Serves one accepted VLESS UDP request to `destination` until it ends.
+pub async fn serve(
+    shared: &Shared,
+    inbound: &InboundHandler,
+    mut meta: Metadata,
+    destination: Address,
+    stream: BoxStream,
+) {
+    meta.network = Network::Udp;
+    meta.destination = Some(destination.clone());
+    let outbound = shared.pick(&meta).await;
+    let email = meta
+        .user
+        .as_deref()
+        .map(|u| format!(" email: {u}"))
+        .unwrap_or_default();
+    let bound = match timeout(BIND_TIMEOUT, outbound.handler.bind(&meta)).await {
+        Ok(result) => result,
+        Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "bind timed out")),
+    };
+    let conn = match bound {
+        Ok(conn) => conn,
+        Err(e) => {
+            if shared.access.enabled() {
+                shared.access.write(format_args!(
+                    "from {} rejected udp:{} [{} -> {}] {}",
+                    meta.source, destination, inbound.tag, outbound.tag, e
+                ));
+            }
+            debug!(%destination, outbound = %outbound.tag, error = %e, "VLESS UDP: outbound bind failed");
+            return;
+        }
+    };
+    if shared.access.enabled() {
+        shared.access.write(format_args!(
+            "from {} accepted udp:{} [{} -> {}]{}",
+            meta.source, destination, inbound.tag, outbound.tag, email
+        ));
+    }
+    let counters = shared.counters(inbound, outbound, &meta);
+    let policy = shared.level(meta.level);
+    let (mut reader, mut writer) = VlessPacketStream::new(stream).into_split();
+    let activity = Activity::new();
+
+    let uplink = async {
+        loop {
+            match reader.recv_packet().await {
+                Ok(Some(packet)) => {
+                    activity.touch();
+                    counters.uplink.add(packet.len() as u64);
+                    // A datagram the outbound cannot send is lost, as on any UDP path.
+                    if let Err(e) = conn.send_to(&packet, &destination).await {
+                        debug!(%destination, len = packet.len(), error = %e, "VLESS UDP: datagram not sent");
+                    }
+                }
+                Ok(None) => return UplinkEnd::Closed,
+                Err(e) if reader.buffered() > 0 => return UplinkEnd::Cut(e),
+                // A TLS peer gone without close_notify, between packets: an ordinary end.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return UplinkEnd::Closed,
+                Err(e) => return UplinkEnd::Failed(e),
+            }
+        }
+    };
+    let mut downlink = pin!(downlink(&*conn, &mut writer, &activity, |n| {
+        counters.downlink.add(n as u64)
+    }));
+
+    let end = tokio::select! {
+        end = uplink => match end {
+            UplinkEnd::Closed => {
+                // The client is done sending; replies may still come for downlinkOnly.
+                activity.touch();
+                tokio::select! {
+                    r = &mut downlink => downlink_end(r),
+                    _ = activity.idle(policy.downlink_only) => "client closed".to_string(),
+                }
+            }
+            UplinkEnd::Cut(e) => {
+                info!(source = %meta.source, %destination, error = %e, "VLESS UDP: client stream cut inside a packet; closing");
+                return;
+            }
+            UplinkEnd::Failed(e) => format!("failed: {e}"),
+        },
+        r = &mut downlink => downlink_end(r),
+        _ = activity.idle(policy.conn_idle) => "idle timeout".to_string(),
+    };
+    debug!(source = %meta.source, %destination, "VLESS UDP connection {end}");
+}
+
+fn downlink_end(result: io::Result<()>) -> String {
+    match result {
+        Ok(()) => "finished".to_string(),
+        Err(e) => format!("failed on the way back: {e}"),
+    }
+}
+
+/// Frames every datagram the outbound receives towards the client. Only errors end it.
+async fn downlink(
+    conn: &dyn PacketConn,
+    writer: &mut VlessPacketWriter,
+    activity: &Activity,
+    count: impl Fn(usize),
+) -> io::Result<()> {
+    let mut buf = vec![0u8; DATAGRAM_MAX];
+    loop {
+        let mut read = ReadBuf::new(&mut buf);
+        // VLESS UDP carries no per-packet address: whoever answered, it goes to the client.
+        poll_fn(|cx| conn.poll_recv_from(cx, &mut read)).await?;
+        let data = read.filled();
+        activity.touch();
+        count(data.len());
+        writer.send(data).await?;
+    }
+}
