@@ -89,9 +89,14 @@ async fn send_all<W: AsyncWrite + Unpin>(mut w: W, data: &[u8]) {
 }
 
 /// Reads to EOF; returns (length, SHA-256).
-async fn hash_all<R: AsyncRead + Unpin>(mut r: R) -> (usize, [u8; 32]) {
+async fn hash_all<R: AsyncRead + Unpin>(r: R) -> (usize, [u8; 32]) {
+    hash_all_in(r, 50_000).await
+}
+
+/// Reads to EOF in reads of at most `chunk` bytes; returns (length, SHA-256).
+async fn hash_all_in<R: AsyncRead + Unpin>(mut r: R, chunk: usize) -> (usize, [u8; 32]) {
     let mut h = Sha256::new();
-    let mut buf = vec![0u8; 50_000];
+    let mut buf = vec![0u8; chunk];
     let mut total = 0;
     loop {
         let n = r.read(&mut buf).await.unwrap();
@@ -132,6 +137,39 @@ async fn ws_bulk_16mib_each_way_at_once() {
         "16 MiB each way in {secs:.3} s: {:.1} MiB/s per direction",
         16.0 / secs
     );
+}
+
+/// Big frames are read header first, then their payload straight into the reader's buffer;
+/// readers with small buffers take a payload in many pieces, each unmasked at its offset.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ws_big_frames_reach_small_and_odd_sized_reads_intact() {
+    for chunk in [1usize, 997, 70_000] {
+        let (client, server) = ws_pair("/odd").await;
+        let up = pattern(2 << 20, 3);
+        let down = pattern(2 << 20, 4);
+        let (cr, cw) = tokio::io::split(client);
+        let (sr, sw) = tokio::io::split(server);
+        let (_, _, got_up, got_down) = timeout(T, async {
+            tokio::join!(
+                send_all(cw, &up),
+                send_all(sw, &down),
+                hash_all_in(sr.take(2 << 20), chunk),
+                hash_all_in(cr.take(2 << 20), chunk)
+            )
+        })
+        .await
+        .expect("transfer timed out");
+        assert_eq!(
+            got_up,
+            (up.len(), Sha256::digest(&up).into()),
+            "up, reads of {chunk}"
+        );
+        assert_eq!(
+            got_down,
+            (down.len(), Sha256::digest(&down).into()),
+            "down, reads of {chunk}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -70,6 +70,8 @@ pub struct FrameDecoder {
     /// `Some(is_text)` while a fragmented message is open.
     message: Option<bool>,
     closed: bool,
+    /// Payload length of the latest data frame header.
+    last_data_len: u64,
 }
 
 impl FrameDecoder {
@@ -85,7 +87,14 @@ impl FrameDecoder {
             ctrl_len: 0,
             message: None,
             closed: false,
+            last_data_len: 0,
         }
+    }
+
+    /// Payload length announced by the latest data frame: tells a reader whether frames are
+    /// big enough to be worth reading payloads apart from headers.
+    pub fn last_data_len(&self) -> u64 {
+        self.last_data_len
     }
 
     /// A Close frame has been decoded.
@@ -97,6 +106,16 @@ impl FrameDecoder {
     /// an end of stream now would truncate it.
     pub fn is_mid_frame(&self) -> bool {
         self.hdr_len > 0 || self.current.is_some()
+    }
+
+    /// Payload bytes still due in the current data frame, when its header is done: that many
+    /// bytes of input decode to payload only, so a caller may read them straight into their
+    /// final place and pass that slice to [`decode`](Self::decode) to unmask it.
+    pub fn data_remaining(&self) -> u64 {
+        match &self.current {
+            Some(cur) if !cur.header.opcode.is_control() && !self.closed => cur.remaining,
+            _ => 0,
+        }
     }
 
     /// Decodes from `input`, which may be any slice of the stream (even one byte). Data
@@ -210,6 +229,9 @@ impl FrameDecoder {
             }
             Opcode::Text | Opcode::Binary => self.message = Some(header.opcode == Opcode::Text),
             _ => {}
+        }
+        if !header.opcode.is_control() {
+            self.last_data_len = header.payload_len;
         }
         self.current = Some(Current {
             header,

@@ -1,7 +1,7 @@
 //! Payload masking (RFC 6455 §5.3): `data[i] ^= key[(offset + i) % 4]`.
 //!
 //! Word at a time: a byte-wise head up to 8-byte alignment, then aligned `u64` XORs with the
-//! key rotated to match the position, then a byte-wise tail. Safe code only.
+//! key rotated to match the position, then a byte-wise tail.
 
 /// XORs `data` with `key`, where `data[0]` is byte number `offset` of the frame payload
 /// (so a payload can be unmasked in pieces as it arrives). Involutive.
@@ -25,6 +25,38 @@ pub fn apply_mask(data: &mut [u8], key: [u8; 4], offset: usize) {
     mask_bytes(chunks.into_remainder(), k);
 }
 
+/// Appends `src` masked with `key` (payload offset 0) to `dst` in one pass: the client's
+/// write path, where copying into the frame buffer and masking would otherwise be two.
+pub fn extend_masked(dst: &mut Vec<u8>, src: &[u8], key: [u8; 4]) {
+    let start = dst.len();
+    dst.reserve(src.len());
+    let spare = &mut dst.spare_capacity_mut()[..src.len()];
+    let word = u64::from_ne_bytes([
+        key[0], key[1], key[2], key[3], key[0], key[1], key[2], key[3],
+    ]);
+    let mut out = spare.chunks_exact_mut(8);
+    let mut inp = src.chunks_exact(8);
+    for (o, i) in (&mut out).zip(&mut inp) {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(i);
+        let masked = (u64::from_ne_bytes(w) ^ word).to_ne_bytes();
+        for (slot, byte) in o.iter_mut().zip(masked) {
+            slot.write(byte);
+        }
+    }
+    // Whole chunks are a multiple of 4 bytes, so the tail starts at key index 0.
+    for (n, (slot, byte)) in out
+        .into_remainder()
+        .iter_mut()
+        .zip(inp.remainder())
+        .enumerate()
+    {
+        slot.write(byte ^ key[n % 4]);
+    }
+    // SAFETY: every one of the `src.len()` spare bytes was written above.
+    unsafe { dst.set_len(start + src.len()) };
+}
+
 fn rotate(key: [u8; 4], by: usize) -> [u8; 4] {
     let r = by % 4;
     [key[r], key[(r + 1) % 4], key[(r + 2) % 4], key[(r + 3) % 4]]
@@ -46,6 +78,24 @@ pub fn apply_mask_reference(data: &mut [u8], key: [u8; 4], offset: usize) {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn extend_masked_equals_copy_then_reference_mask(
+            prefix in proptest::collection::vec(any::<u8>(), 0..20),
+            src in proptest::collection::vec(any::<u8>(), 0..300),
+            key in any::<[u8; 4]>(),
+        ) {
+            let mut got = prefix.clone();
+            extend_masked(&mut got, &src, key);
+            let mut want = prefix.clone();
+            let mut masked = src.clone();
+            apply_mask_reference(&mut masked, key, 0);
+            want.extend_from_slice(&masked);
+            prop_assert_eq!(got, want);
+        }
+    }
     use super::*;
 
     #[test]

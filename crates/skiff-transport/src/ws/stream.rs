@@ -21,13 +21,16 @@ use super::decoder::{Event, FrameDecoder, Role};
 use super::early_data::{ClientEarlyData, EarlyDataCarrier, PROTOCOL_HEADER};
 use super::frame::{MAX_CONTROL_PAYLOAD, MAX_HEADER_LEN, Opcode, close_payload, encode_header};
 use super::handshake::{ClientRequest, HandshakeError, build_request, parse_response};
-use super::mask::apply_mask;
+use super::mask::extend_masked;
 use crate::Parsed;
 
 /// Largest payload of a frame we send.
 pub const MAX_FRAME_PAYLOAD: usize = 64 * 1024;
 /// Size of the read buffer (allocated on the first read).
 const READ_BUF_LEN: usize = 64 * 1024;
+/// Frames at least this big have their payload read apart from the header, straight into the
+/// reader's buffer.
+const DIRECT_PAYLOAD_MIN: u64 = 16 * 1024;
 /// Largest incoming frame payload. Data payloads are streamed, so this costs no memory.
 const MAX_IN_PAYLOAD: u64 = i64::MAX as u64;
 
@@ -357,10 +360,9 @@ impl WsStream {
                 .reserve(MAX_HEADER_LEN + payload.len().max(MAX_FRAME_PAYLOAD));
         }
         encode_header(true, opcode, payload.len() as u64, mask, &mut self.wbuf);
-        let start = self.wbuf.len();
-        self.wbuf.extend_from_slice(payload);
-        if let Some(k) = mask {
-            apply_mask(&mut self.wbuf[start..], k, 0);
+        match mask {
+            Some(k) => extend_masked(&mut self.wbuf, payload, k),
+            None => self.wbuf.extend_from_slice(payload),
         }
         Ok(())
     }
@@ -476,14 +478,32 @@ impl AsyncRead for WsStream {
             if this.rpos < this.rend {
                 continue;
             }
-            if this.rbuf.len() < READ_BUF_LEN {
-                this.rbuf.resize(READ_BUF_LEN, 0);
-            }
             this.rpos = 0;
             this.rend = 0;
             this.data = (0, 0);
-            let mut rb = ReadBuf::new(&mut this.rbuf[..]);
-            ready!(Pin::new(&mut this.inner).poll_read(cx, &mut rb))?;
+            let due = this.decoder.data_remaining();
+            if due > 0 && buf.remaining() > 0 {
+                return this.poll_read_payload_direct(cx, buf, due);
+            }
+            // A header comes next. After big frames, read little more than a header so the
+            // payload that follows can go straight to the caller; small frames are read many
+            // at a time.
+            let want = if this.decoder.last_data_len() >= DIRECT_PAYLOAD_MIN {
+                MAX_HEADER_LEN
+            } else {
+                READ_BUF_LEN
+            };
+            if this.rbuf.len() < want {
+                this.rbuf.resize(want, 0);
+            }
+            let mut rb = ReadBuf::new(&mut this.rbuf[..want]);
+            let polled = Pin::new(&mut this.inner).poll_read(cx, &mut rb);
+            if polled.is_pending() {
+                // Nothing buffered: a quiet connection keeps no read buffer.
+                this.rbuf = Vec::new();
+                return Poll::Pending;
+            }
+            ready!(polled)?;
             let n = rb.filled().len();
             if n == 0 {
                 if this.decoder.is_mid_frame() {
@@ -497,6 +517,91 @@ impl AsyncRead for WsStream {
             }
             this.rend = n;
         }
+    }
+}
+
+impl WsStream {
+    /// Reads up to `due` payload bytes of the current data frame straight into `buf` and
+    /// unmasks them there: no copy through the read buffer.
+    fn poll_read_payload_direct(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+        due: u64,
+    ) -> Poll<io::Result<()>> {
+        let want = usize::try_from(due)
+            .unwrap_or(usize::MAX)
+            .min(buf.remaining());
+        let before = buf.filled().len();
+        // SAFETY: the sub-buffer only ever gets initialised bytes written into it (ReadBuf
+        // tracks that), and only the `n` bytes the read reports as filled are declared
+        // initialised in `buf` below.
+        let n = {
+            let unfilled = unsafe { buf.unfilled_mut() };
+            let mut sub = ReadBuf::uninit(&mut unfilled[..want]);
+            ready!(Pin::new(&mut self.inner).poll_read(cx, &mut sub))?;
+            sub.filled().len()
+        };
+        if n == 0 {
+            return Poll::Ready(Err(io_err(
+                io::ErrorKind::UnexpectedEof,
+                "EOF inside a WebSocket frame",
+            )));
+        }
+        // SAFETY: the read above initialised these `n` bytes.
+        unsafe { buf.assume_init(n) };
+        buf.advance(n);
+        let payload = &mut buf.filled_mut()[before..before + n];
+        let decoded = self
+            .decoder
+            .decode(payload)
+            .map_err(|e| io_err(io::ErrorKind::InvalidData, e))?;
+        if decoded.consumed != n {
+            return Poll::Ready(Err(io_err(
+                io::ErrorKind::InvalidData,
+                "WebSocket decoder disagreed about the frame length",
+            )));
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Server frames carry no mask: header and payload go out in one vectored write, straight
+    /// from the caller's buffer. Only what the socket did not take is copied, into the write
+    /// buffer, to finish the frame later. Pending means nothing was committed.
+    fn poll_write_unmasked_direct(
+        &mut self,
+        cx: &mut Context<'_>,
+        payload: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let mut header = Vec::with_capacity(MAX_HEADER_LEN);
+        encode_header(
+            true,
+            Opcode::Binary,
+            payload.len() as u64,
+            None,
+            &mut header,
+        );
+        let slices = [io::IoSlice::new(&header), io::IoSlice::new(payload)];
+        let wrote = ready!(Pin::new(&mut self.inner).poll_write_vectored(cx, &slices))?;
+        if wrote == 0 {
+            return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+        }
+        if wrote < header.len() + payload.len() {
+            self.wbuf.clear();
+            self.wpos = 0;
+            if wrote < header.len() {
+                self.wbuf.extend_from_slice(&header[wrote..]);
+                self.wbuf.extend_from_slice(payload);
+            } else {
+                self.wbuf
+                    .extend_from_slice(&payload[wrote - header.len()..]);
+            }
+            // The frame is committed; later calls finish writing it.
+            if let Poll::Ready(Err(e)) = self.poll_drain_writer(cx) {
+                return Poll::Ready(Err(e));
+            }
+        }
+        Poll::Ready(Ok(payload.len()))
     }
 }
 
@@ -526,6 +631,14 @@ impl AsyncWrite for WsStream {
             return Poll::Ready(Ok(0));
         }
         let n = buf.len().min(MAX_FRAME_PAYLOAD);
+        // Over a plain socket, server frames skip the write buffer. (Over TLS, a separate
+        // header slice would become its own TLS record, so those frames are assembled.)
+        if this.role == Role::Server
+            && this.inner.raw_tcp().is_some()
+            && this.inner.is_write_vectored()
+        {
+            return this.poll_write_unmasked_direct(cx, &buf[..n]);
+        }
         this.encode(Opcode::Binary, &buf[..n])?;
         // The frame is committed; later calls finish writing it.
         if let Poll::Ready(Err(e)) = this.poll_drain_writer(cx) {
