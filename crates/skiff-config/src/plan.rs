@@ -240,7 +240,7 @@ impl std::fmt::Debug for CertificatePlan {
 pub struct VlessInbound {
     /// May be empty (then every connection fails authentication and goes to a fallback).
     pub clients: Vec<VlessClient>,
-    /// In config order. Non-empty only on TCP+TLS inbounds (Xray's rule).
+    /// In config order. Non-empty only on raw TCP inbounds, with or without TLS.
     pub fallbacks: Vec<FallbackPlan>,
 }
 
