@@ -6,12 +6,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use skiff_core::{
     Accepted, Address, BoxFuture, BoxStream, ConnectOutcome, Connector, Counted, DirectionCounters,
-    Metadata, Network, Prefixed, RelayCounters, RelayEnd, Reply, relay,
+    Metadata, Network, Prefixed, ProxyStream, RelayCounters, RelayEnd, Reply, relay,
 };
 use skiff_proto::vless::server::VlessAccept;
 use skiff_proto::{http, socks, vless};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 use tracing::debug;
@@ -25,6 +27,8 @@ use crate::vless_udp;
 
 /// How long an outbound connect may take, as Go's default dialer roughly allows.
 const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a refused connection may take to say goodbye (Xray's `tlsCloseTimeout`).
+const CLOSE_NOTIFY_TIMEOUT: Duration = Duration::from_millis(250);
 
 pub async fn serve_tcp(
     shared: Arc<Shared>,
@@ -141,8 +145,9 @@ async fn handshake(
                 Err(_) => Err(timed_out()),
             }
         }
-        InboundKind::Vless { server, .. } => {
-            match timeout(limit, Box::pin(vless::server::accept(stream, server))).await {
+        InboundKind::Vless { server, fallbacks } => {
+            let accept = vless_accept(stream, server, !fallbacks.is_empty());
+            match timeout(limit, Box::pin(accept)).await {
                 Ok(Ok(VlessAccept::Stream {
                     destination,
                     stream,
@@ -200,6 +205,40 @@ async fn handshake(
     accepted.map(Handshake::Accepted)
 }
 
+/// Xray reads a VLESS request with fallbacks in one read of up to 8 KiB; when that read brought
+/// fewer than 18 bytes it falls back at once instead of waiting for the rest of a header
+/// (proxy/vless/inbound/inbound.go `Process`: `isfb && firstLen < 18`). A prober sending a few
+/// bytes therefore gets the fallback's answer, not a silent wait for the handshake timeout.
+/// An end of stream before any byte is an error there too (no fallback is dialled).
+async fn vless_accept(
+    mut stream: BoxStream,
+    server: &vless::server::VlessServer,
+    has_fallbacks: bool,
+) -> io::Result<VlessAccept> {
+    if !has_fallbacks {
+        return vless::server::accept(stream, server).await;
+    }
+    const FIRST_READ: usize = 8192;
+    const FALLBACK_BELOW: usize = 18;
+    // Allocate only once bytes are there: silent connections stay small.
+    std::future::poll_fn(|cx| stream.poll_read_ready(cx)).await?;
+    let mut buf = vec![0u8; FIRST_READ];
+    let n = stream.read(&mut buf).await?;
+    if n == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "closed before sending anything",
+        ));
+    }
+    let first = Bytes::copy_from_slice(&buf[..n]);
+    drop(buf);
+    let stream: BoxStream = Box::new(Prefixed::new(first, stream));
+    if n < FALLBACK_BELOW {
+        return Ok(VlessAccept::Fallback { stream });
+    }
+    vless::server::accept(stream, server).await
+}
+
 /// Hands a connection that is not for us to the inbound's fallback, or closes it (without a
 /// byte of our own) when none applies.
 async fn fall_back(
@@ -216,6 +255,9 @@ async fn fall_back(
     let first = stream.take_read_residue().unwrap_or_default();
     let Some(fallback) = fallback::select(fallbacks, session, &first) else {
         debug!(inbound = %inbound.tag, source = %meta.source, "not a valid request and no fallback; closing");
+        // Xray closes through its TLS connection: a close_notify (given 250 ms) before the
+        // FIN (transport/internet/tls/tls.go `Conn.Close`). Over raw TCP this is the FIN.
+        let _ = timeout(CLOSE_NOTIFY_TIMEOUT, stream.shutdown()).await;
         return;
     };
     let stream: BoxStream = Box::new(Prefixed::new(first, stream));

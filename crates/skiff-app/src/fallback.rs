@@ -17,6 +17,11 @@ use crate::stack::LayerSession;
 
 /// Picks the fallback for a connection, or None when no entry applies.
 /// `first` is the first bytes the client sent (for the path).
+///
+/// Gives what Xray's lookup gives on its `name → alpn → path` table after the start-up
+/// inheritance (spec/vless.md §6.1, §6.2; proxy/vless/inbound/inbound.go `New` and `Process`):
+/// under a name, an alpn first inherits that name's own alpn "" paths and only then the default
+/// name's; so a name-specific default beats an alpn-specific entry of the default name.
 pub fn select<'a>(
     fallbacks: &'a [FallbackPlan],
     session: &LayerSession,
@@ -26,50 +31,68 @@ pub fn select<'a>(
         return None;
     }
     let key = |v: &Option<String>| v.as_deref().unwrap_or("").to_ascii_lowercase();
-    let sni = session.sni.clone().unwrap_or_default();
-    let alpn = session.alpn.clone().unwrap_or_default();
+    let sni = session.sni.as_deref().unwrap_or("").to_ascii_lowercase();
+    let alpn = session.alpn.as_deref().unwrap_or("").to_ascii_lowercase();
+    let own = |name: &str, alpn: &str, path: &str| {
+        fallbacks.iter().find(|f| {
+            key(&f.name) == name && key(&f.alpn) == alpn && f.path.as_deref().unwrap_or("") == path
+        })
+    };
+    let has_name = |name: &str| fallbacks.iter().any(|f| key(&f.name) == name);
+    let has_own_alpn = |name: &str, alpn: &str| {
+        fallbacks
+            .iter()
+            .any(|f| key(&f.name) == name && key(&f.alpn) == alpn)
+    };
 
     // 1. name: exact SNI, else the longest configured name inside the SNI, else "".
-    let names: Vec<String> = fallbacks.iter().map(|f| key(&f.name)).collect();
-    let name = if names.contains(&sni) {
-        sni.clone()
-    } else if !sni.is_empty() {
-        names
+    let mut name = sni.clone();
+    if !name.is_empty() && !has_name(&name) {
+        name = fallbacks
             .iter()
+            .map(|f| key(&f.name))
             .filter(|n| !n.is_empty() && sni.contains(n.as_str()))
-            .max_by_key(|n| n.len())
-            .cloned()
-            .unwrap_or_default()
+            .max_by_key(String::len)
+            .unwrap_or_default();
+    }
+    if !has_name(&name) {
+        name = String::new();
+        if !has_name("") {
+            return None;
+        }
+    }
+    // 2. alpn: keys under a name are its own plus (for a non-default name) the default name's.
+    let alpn_exists = |a: &str| has_own_alpn(&name, a) || (!name.is_empty() && has_own_alpn("", a));
+    let alpn = if alpn_exists(&alpn) {
+        alpn
     } else {
         String::new()
     };
-    // Entries visible under a name: its own, then inherited from name "".
-    let under = |alpn_key: &str, path_key: &str| {
-        [name.as_str(), ""].into_iter().find_map(|n| {
-            fallbacks.iter().find(|f| {
-                key(&f.name) == n
-                    && key(&f.alpn) == alpn_key
-                    && f.path.as_deref().unwrap_or("") == path_key
+    if !alpn_exists(&alpn) {
+        return None;
+    }
+    // The completed table's entry (name, alpn, path).
+    let entry = |path: &str| {
+        own(&name, &alpn, path)
+            .or_else(|| (!alpn.is_empty()).then(|| own(&name, "", path)).flatten())
+            .or_else(|| {
+                if name.is_empty() || !has_own_alpn("", &alpn) {
+                    return None;
+                }
+                own("", &alpn, path)
+                    .or_else(|| (!alpn.is_empty()).then(|| own("", "", path)).flatten())
             })
-        })
     };
-    let has_alpn = |a: &str| {
-        fallbacks
-            .iter()
-            .any(|f| key(&f.alpn) == a && (key(&f.name) == name || key(&f.name).is_empty()))
-    };
-    // 2. alpn: the negotiated one if configured, else "".
-    let alpn = if has_alpn(&alpn) { alpn } else { String::new() };
-    // 3. path: only looked at when paths distinguish entries.
-    let path = request_path(first).unwrap_or_default();
-    under(&alpn, &path)
-        .or_else(|| under(&alpn, ""))
-        .or_else(|| under("", &path))
-        .or_else(|| under("", ""))
+    // 3. path: a configured path is never empty, so trying it first and then "" is Xray's
+    // "look at the path only when the table has paths here".
+    request_path(first)
+        .and_then(|path| entry(&path))
+        .or_else(|| entry(""))
 }
 
 /// The HTTP request path in the first bytes (`GET /path?x HTTP/1.1`), as Xray reads it: a `/`
-/// at index 4..=8 after a space, up to `?` or space, within the first 64 bytes.
+/// at index 4..=8 after a space, up to `?` or space, which must come within the first 64
+/// bytes (else no path).
 pub fn request_path(first: &[u8]) -> Option<String> {
     if first.len() < 18 || first.get(4) == Some(&b'*') {
         return None;
@@ -77,13 +100,11 @@ pub fn request_path(first: &[u8]) -> Option<String> {
     let start =
         (4..=8).find(|&i| first.get(i) == Some(&b'/') && first.get(i - 1) == Some(&b' '))?;
     let window = &first[start..first.len().min(64)];
-    let mut end = 0;
-    for &b in window {
-        match b {
-            b'?' | b' ' => break,
-            b'\r' | b'\n' => return None,
-            _ => end += 1,
-        }
+    let end = window
+        .iter()
+        .position(|&b| matches!(b, b'?' | b' ' | b'\r' | b'\n'))?;
+    if matches!(window[end], b'\r' | b'\n') {
+        return None;
     }
     std::str::from_utf8(&window[..end]).ok().map(str::to_string)
 }
@@ -245,5 +266,156 @@ mod tests {
             Some(1001)
         );
         assert!(select(&[], &session("", ""), get).is_none());
+        // Paths need their end (`?` or space) inside the first 64 bytes.
+        let long = format!("GET /ws{} HTTP/1.1\r\n", "x".repeat(60));
+        assert_eq!(request_path(long.as_bytes()), None);
+    }
+
+    #[test]
+    fn a_name_default_beats_an_alpn_entry_of_the_default_name() {
+        let table = [
+            fb("", "", "", 80),
+            fb("b.example", "", "", 2000),
+            fb("", "http/1.1", "", 81),
+        ];
+        let get = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+        assert_eq!(
+            port(select(&table, &session("b.example", "http/1.1"), get)),
+            Some(2000)
+        );
+        assert_eq!(
+            port(select(&table, &session("a.example", "http/1.1"), get)),
+            Some(81)
+        );
+    }
+
+    /// Xray's table, built and searched literally as proxy/vless/inbound/inbound.go does.
+    fn xray_select(fallbacks: &[FallbackPlan], sni: &str, alpn: &str, first: &[u8]) -> Option<u16> {
+        use std::collections::BTreeMap;
+        type Table = BTreeMap<String, BTreeMap<String, BTreeMap<String, u16>>>;
+        let s = |v: &Option<String>| v.clone().unwrap_or_default();
+        let mut t: Table = BTreeMap::new();
+        for f in fallbacks {
+            t.entry(s(&f.name))
+                .or_default()
+                .entry(s(&f.alpn))
+                .or_default()
+                .insert(s(&f.path), port(Some(f)).unwrap());
+        }
+        if let Some(default) = t.get("").cloned() {
+            for (name, apfb) in t.iter_mut() {
+                if !name.is_empty() {
+                    for alpn in default.keys() {
+                        apfb.entry(alpn.clone()).or_default();
+                    }
+                }
+            }
+        }
+        for apfb in t.values_mut() {
+            if let Some(base) = apfb.get("").cloned() {
+                for (alpn, pfb) in apfb.iter_mut() {
+                    if !alpn.is_empty() {
+                        for (path, dest) in &base {
+                            pfb.entry(path.clone()).or_insert(*dest);
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(default) = t.get("").cloned() {
+            for (name, apfb) in t.iter_mut() {
+                if !name.is_empty() {
+                    for (alpn, pfb) in &default {
+                        for (path, dest) in pfb {
+                            apfb.get_mut(alpn)
+                                .unwrap()
+                                .entry(path.clone())
+                                .or_insert(*dest);
+                        }
+                    }
+                }
+            }
+        }
+        let mut name = sni.to_string();
+        if (t.len() > 1 || !t.contains_key("")) && !name.is_empty() && !t.contains_key(&name) {
+            name = t
+                .keys()
+                .filter(|n| !n.is_empty() && sni.contains(n.as_str()))
+                .max_by_key(|n| n.len())
+                .cloned()
+                .unwrap_or_default();
+        }
+        if !t.contains_key(&name) {
+            name = String::new();
+        }
+        let apfb = t.get(&name)?;
+        let alpn = if apfb.contains_key(alpn) { alpn } else { "" };
+        let pfb = apfb.get(alpn)?;
+        let mut path = String::new();
+        if (pfb.len() > 1 || !pfb.contains_key(""))
+            && let Some(p) = request_path(first)
+            && pfb.contains_key(&p)
+        {
+            path = p;
+        }
+        pfb.get(&path).copied()
+    }
+
+    #[test]
+    fn selection_agrees_with_xray_on_random_tables() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n) as usize
+        };
+        let names = ["", "", "a.example", "b.example", "example"];
+        let alpns = ["", "", "h2", "http/1.1"];
+        let paths = ["", "", "/ws", "/grpc"];
+        let snis = [
+            "",
+            "a.example",
+            "b.example",
+            "www.b.example",
+            "c.example",
+            "other.test",
+        ];
+        let firsts: [&[u8]; 4] = [
+            b"GET /ws HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"GET /grpc?x=1 HTTP/1.1\r\nHost: x\r\n",
+            b"GET /other HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+        ];
+        for round in 0..3000 {
+            let mut table: Vec<FallbackPlan> = Vec::new();
+            for _ in 0..1 + next(6) {
+                let candidate = fb(
+                    names[next(names.len() as u64)],
+                    alpns[next(alpns.len() as u64)],
+                    paths[next(paths.len() as u64)],
+                    1000 + table.len() as u16,
+                );
+                // The config builder refuses duplicates of (name, alpn, path).
+                if !table.iter().any(|f| {
+                    (&f.name, &f.alpn, &f.path)
+                        == (&candidate.name, &candidate.alpn, &candidate.path)
+                }) {
+                    table.push(candidate);
+                }
+            }
+            for sni in snis {
+                for alpn in ["", "h2", "http/1.1", "h3"] {
+                    for first in firsts {
+                        assert_eq!(
+                            port(select(&table, &session(sni, alpn), first)),
+                            xray_select(&table, sni, alpn, first),
+                            "round {round}: table {table:?}, sni {sni:?}, alpn {alpn:?}, first {:?}",
+                            String::from_utf8_lossy(first)
+                        );
+                    }
+                }
+            }
+        }
     }
 }

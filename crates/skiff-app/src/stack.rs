@@ -133,7 +133,13 @@ fn server_options(t: &TlsPlan) -> TlsServerOptions {
             .iter()
             .map(|c| (c.certificate_pem.clone(), c.key_pem.clone()))
             .collect(),
-        alpn: t.alpn.clone(),
+        alpn: if t.alpn.is_empty() {
+            // Xray's server default (transport/internet/tls/config.go `GetTLSConfig`): a server
+            // that never negotiates ALPN would stand out from Xray and from web servers.
+            vec!["h2".into(), "http/1.1".into()]
+        } else {
+            t.alpn.clone()
+        },
         min_version: version(&t.min_version),
         max_version: version(&t.max_version),
         reject_unknown_sni: t.reject_unknown_sni,

@@ -201,7 +201,8 @@ pub enum StreamSecurity {
 pub struct TlsPlan {
     /// `serverName`: the SNI an outbound sends and verifies; None = the destination host.
     pub server_name: Option<String>,
-    /// `alpn` in config order; empty = no ALPN extension.
+    /// `alpn` in config order; empty = no ALPN extension on an outbound, and Xray's default
+    /// `["h2", "http/1.1"]` on an inbound (applied where the TLS server is built).
     pub alpn: Vec<String>,
     /// `minVersion` / `maxVersion`: "1.2" or "1.3" (checked), None = library default.
     pub min_version: Option<String>,
@@ -240,7 +241,7 @@ impl std::fmt::Debug for CertificatePlan {
 pub struct VlessInbound {
     /// May be empty (then every connection fails authentication and goes to a fallback).
     pub clients: Vec<VlessClient>,
-    /// In config order. Non-empty only on TCP+TLS inbounds (Xray's rule).
+    /// In config order. Non-empty only on raw TCP inbounds, with or without TLS.
     pub fallbacks: Vec<FallbackPlan>,
 }
 

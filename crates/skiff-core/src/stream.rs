@@ -110,6 +110,11 @@ impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
             let n = self.prefix.len().min(buf.remaining());
             buf.put_slice(&self.prefix[..n]);
             self.prefix.advance(n);
+            if self.prefix.is_empty() {
+                // An emptied `Bytes` still holds its storage: let it go now, not when the
+                // connection ends.
+                self.prefix = Bytes::new();
+            }
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut self.inner).poll_read(cx, buf)

@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use super::unique_tags::UniqueTags;
 use super::{error_count, lower, protocols, stream};
 use crate::diag::Diagnostic;
-use crate::plan::{InboundPlan, InboundProtocol, StreamNetwork, StreamSecurity};
+use crate::plan::{InboundPlan, InboundProtocol, StreamNetwork};
 use crate::raw::Item;
 use crate::raw::bounds::{RawAllocate, RawInbound, RawSniffing};
 use crate::source::Loc;
@@ -53,13 +53,15 @@ fn build_inbound(item: &Item<RawInbound>, diags: &mut Vec<Diagnostic>) -> Option
         protocols::inbound_protocol(raw.protocol.as_deref(), raw.settings.as_ref(), loc, diags);
     if let Some(InboundProtocol::Vless(v)) = &protocol
         && !v.fallbacks.is_empty()
-        && !(stream.network == StreamNetwork::Tcp
-            && matches!(stream.security, StreamSecurity::Tls(_)))
+        && stream.network != StreamNetwork::Tcp
     {
-        // Xray: fallbacks only work on TCP+TLS; other combinations must not list any.
-        diags.push(loc.key("settings").key("fallbacks").error(
-            "fallbacks need a TCP+TLS inbound (streamSettings network \"tcp\"/\"raw\" and security \"tls\")",
-        ));
+        // Fallbacks hand on the raw bytes of a TCP connection, with TLS (name and alpn then
+        // select) or without (Xray's layout behind a TLS-terminating HAProxy or nginx).
+        diags.push(
+            loc.key("settings")
+                .key("fallbacks")
+                .error("fallbacks need a raw TCP inbound (streamSettings network \"tcp\"/\"raw\")"),
+        );
     }
     if error_count(diags) > errors_before {
         return None;

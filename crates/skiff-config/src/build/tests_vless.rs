@@ -286,20 +286,22 @@ fn vless_inbound_errors() {
         &format!("{s}.fallbacks[0].dest"),
         "expected a port number or a string",
     );
-    // Fallbacks only on TCP+TLS (Xray's rule).
-    for stream in [
-        "{}".to_owned(),
-        format!(
-            r#"{{"network": "ws", "security": "tls", "tlsSettings": {{"certificates": [{}]}}}}"#,
-            inline_cert()
+    // Fallbacks on raw TCP, with or without TLS; not under WebSocket.
+    ok(&vless_in(
+        &clients(r#", "fallbacks": [{"dest": 80}]"#),
+        "{}",
+    ));
+    has_error(
+        &vless_in(
+            &clients(r#", "fallbacks": [{"dest": 80}]"#),
+            &format!(
+                r#"{{"network": "ws", "security": "tls", "tlsSettings": {{"certificates": [{}]}}}}"#,
+                inline_cert()
+            ),
         ),
-    ] {
-        has_error(
-            &vless_in(&clients(r#", "fallbacks": [{"dest": 80}]"#), &stream),
-            &format!("{s}.fallbacks"),
-            "fallbacks need a TCP+TLS inbound",
-        );
-    }
+        &format!("{s}.fallbacks"),
+        "fallbacks need a raw TCP inbound",
+    );
 }
 
 #[test]

@@ -3,18 +3,21 @@
 //! bounds.
 
 use std::fmt;
+use std::io;
 use std::sync::Arc;
+
+use bytes::Bytes;
 
 use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
-use skiff_core::BoxStream;
-
-use super::read_ahead::ReadAhead;
+use skiff_core::{BoxStream, Prefixed, ProxyStream};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::TlsAcceptor;
 
+use super::read_ahead::ReadAhead;
 use super::stream::TlsProxyStream;
 use super::{TlsVersion, alpn_protocols, protocol_versions, provider};
 
@@ -86,7 +89,12 @@ impl TlsServer {
 
     /// Handshake on `stream`; returns the decrypted stream and what the client asked for.
     /// Bound it with a timeout: a silent client stalls it indefinitely.
-    pub async fn accept(&self, stream: BoxStream) -> std::io::Result<(BoxStream, TlsSession)> {
+    ///
+    /// A first record that is not TLS at all is answered like Go's crypto/tls (Xray's TLS)
+    /// answers it, not like rustls would: see [`first_record`].
+    pub async fn accept(&self, mut stream: BoxStream) -> io::Result<(BoxStream, TlsSession)> {
+        let first = first_record(&mut stream).await?;
+        let stream: BoxStream = Box::new(Prefixed::new(first, stream));
         let tls = TlsAcceptor::from(self.config.clone())
             .accept(ReadAhead::new(stream))
             .await?;
@@ -99,6 +107,88 @@ impl TlsServer {
         };
         Ok((Box::new(TlsProxyStream::server(tls)), session))
     }
+}
+
+/// Go's first read of a connection: 5 header bytes plus `bytes.MinRead` (512), which Go's
+/// allocator rounds up to its 576-byte size class (crypto/tls conn.go `readFromUntil`).
+const GO_FIRST_READ: usize = 576;
+const RECORD_HEADER_LEN: usize = 5;
+/// Go's `maxCiphertext` and `maxHandshake` (crypto/tls common.go).
+const GO_MAX_CIPHERTEXT: usize = 16384 + 2048;
+const GO_MAX_HANDSHAKE: usize = 65536;
+/// Go's fatal alerts before any version was agreed (record version TLS 1.0):
+/// unexpected_message, protocol_version, record_overflow, internal_error.
+const ALERT_UNEXPECTED_MESSAGE: [u8; 7] = [0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x0a];
+const ALERT_PROTOCOL_VERSION: [u8; 7] = [0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x46];
+const ALERT_RECORD_OVERFLOW: [u8; 7] = [0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x16];
+const ALERT_INTERNAL_ERROR: [u8; 7] = [0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x50];
+
+/// Reads the first record header the way Go's crypto/tls does (crypto/tls conn.go
+/// `readRecordOrCCS`, `readHandshake`) and refuses what Go refuses there, with Go's answer
+/// rather than rustls's (which would tell a prober this is not Xray):
+/// * type 0x80 (an SSLv2 hello): a `protocol_version` alert;
+/// * a first record that is neither handshake (22) nor alert (21), or whose version is 0x1000
+///   or more (plain HTTP, random bytes…): closed without a byte;
+/// * a record longer than 18 432 bytes: a `record_overflow` alert;
+/// * a whole first handshake record announcing a message over 64 KiB: an `internal_error`
+///   alert;
+/// * a whole first alert record that is not 2 bytes, or whose level is neither warning nor
+///   fatal (and that is not close_notify): an `unexpected_message` alert.
+///
+/// Consumes what Go's first read would consume (the close is a FIN or an RST in the same
+/// cases). Returns the bytes read, for the handshake proper.
+async fn first_record(stream: &mut BoxStream) -> io::Result<Bytes> {
+    // Allocate only once bytes are there: silent connections stay small.
+    std::future::poll_fn(|cx| stream.poll_read_ready(cx)).await?;
+    let mut buf = vec![0u8; GO_FIRST_READ];
+    let mut filled = 0;
+    while filled < RECORD_HEADER_LEN {
+        let n = stream.read(&mut buf[filled..]).await?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "closed inside the first TLS record header",
+            ));
+        }
+        filled += n;
+    }
+    let (kind, version) = (buf[0], u16::from_be_bytes([buf[1], buf[2]]));
+    let record_len = usize::from(u16::from_be_bytes([buf[3], buf[4]]));
+    let refuse = |why: &'static str| io::Error::new(io::ErrorKind::InvalidData, why);
+    let alert = if kind == 0x80 {
+        Some((
+            ALERT_PROTOCOL_VERSION,
+            "unsupported SSLv2 handshake received",
+        ))
+    } else if (kind != 0x15 && kind != 0x16) || version >= 0x1000 {
+        return Err(refuse("first record does not look like a TLS handshake"));
+    } else if record_len > GO_MAX_CIPHERTEXT {
+        Some((ALERT_RECORD_OVERFLOW, "oversized first record"))
+    } else if kind == 0x16
+        && record_len >= 4
+        && filled >= RECORD_HEADER_LEN + record_len
+        && u32::from_be_bytes([0, buf[6], buf[7], buf[8]]) as usize > GO_MAX_HANDSHAKE
+    {
+        Some((ALERT_INTERNAL_ERROR, "oversized first handshake message"))
+    } else if kind == 0x15
+        && filled >= RECORD_HEADER_LEN + record_len
+        && (record_len != 2 || (buf[6] != 0 && !matches!(buf[5], 1 | 2)))
+    {
+        Some((ALERT_UNEXPECTED_MESSAGE, "malformed first alert"))
+    } else {
+        None
+    };
+    if let Some((bytes, why)) = alert {
+        stream.write_all(&bytes).await?;
+        stream.flush().await?;
+        return Err(refuse(why));
+    }
+    if version >> 8 != 3 {
+        // Go takes any first-record version below 0x1000; rustls only 3.x. The field means
+        // nothing more to either, so rustls gets one it takes.
+        buf[1..3].copy_from_slice(&[3, 1]);
+    }
+    Ok(Bytes::copy_from_slice(&buf[..filled]))
 }
 
 /// One configured certificate and the names it answers to.
