@@ -175,12 +175,14 @@ pub struct Hops {
     pub d: SocketAddr,
     /// C's certificate and key files, for combinations with TLS.
     pub certificate: Option<(PathBuf, PathBuf)>,
+    /// Hex SHA-256 of C's certificate (DER): Xray 26 pins it, having dropped allowInsecure.
+    pub certificate_sha256: Option<String>,
 }
 
 /// The id every bench row uses between B and C.
 const BENCH_UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
 
-fn vless_stream(tls: bool, ws: bool, role: Role, hops: &Hops) -> Option<Value> {
+fn vless_stream(tls: bool, ws: bool, role: Role, flavor: Flavor, hops: &Hops) -> Option<Value> {
     let mut stream = json!({ "network": if ws { "ws" } else { "tcp" } });
     if ws {
         stream["wsSettings"] = json!({ "path": "/bench" });
@@ -195,6 +197,11 @@ fn vless_stream(tls: bool, ws: bool, role: Role, hops: &Hops) -> Option<Value> {
                     "keyFile": key.display().to_string()
                 }] })
             }
+            // Xray 26 refuses allowInsecure; v2ray 4.34 knows no pinning by hash.
+            Role::Client if flavor == Flavor::Xray => json!({
+                "serverName": "bench.skiff",
+                "pinnedPeerCertSha256": hops.certificate_sha256.as_deref()?
+            }),
             Role::Client => json!({ "serverName": "bench.skiff", "allowInsecure": true }),
         };
     }
@@ -262,7 +269,7 @@ impl Implementation {
                 xray_tunnel(listen, to)
             }
             (Kind::Vless { tls, ws }, Flavor::Skiff | Flavor::Xray | Flavor::V2ray) => {
-                let stream = vless_stream(tls, ws, role, hops)?;
+                let stream = vless_stream(tls, ws, role, self.flavor, hops)?;
                 match role {
                     Role::Client => xray_vless_client(hops.b_listen, hops.d, hops.c_listen, stream),
                     Role::Server => xray_vless_server(hops.c_listen, stream),
@@ -341,6 +348,7 @@ mod tests {
             c_listen: "127.0.0.1:1002".parse().unwrap(),
             d: "127.0.0.1:1003".parse().unwrap(),
             certificate: Some(("/tmp/c.pem".into(), "/tmp/k.pem".into())),
+            certificate_sha256: None,
         }
     }
 

@@ -255,16 +255,18 @@ pub fn start_chain(
     };
     let dir = workdir.join(format!("{}-{}", combo.name, imp.name));
     std::fs::create_dir_all(&dir)?;
-    let certificate = if combo.kind.tls() {
-        Some(write_certificate(&dir)?)
+    let (certificate, certificate_sha256) = if combo.kind.tls() {
+        let (files, digest) = write_certificate(&dir)?;
+        (Some(files), Some(digest))
     } else {
-        None
+        (None, None)
     };
     let hops = Hops {
         b_listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), b_port),
         c_listen: SocketAddr::new(place.c_ip, c_port),
         d,
         certificate,
+        certificate_sha256,
     };
     let mut caps = Vec::new();
     let mut start = |role: Role,
@@ -315,14 +317,18 @@ pub fn start_chain(
     })
 }
 
-/// A self-signed certificate for C (the B side does not verify it: allowInsecure).
-fn write_certificate(dir: &Path) -> io::Result<(PathBuf, PathBuf)> {
+/// A self-signed certificate for C, and its hex SHA-256 (B does not verify the chain:
+/// allowInsecure, or for Xray 26 the pinned digest).
+fn write_certificate(dir: &Path) -> io::Result<((PathBuf, PathBuf), String)> {
+    use sha2::Digest;
     let certified = rcgen::generate_simple_self_signed(vec!["bench.skiff".to_string()])
         .map_err(|e| io::Error::other(format!("certificate: {e}")))?;
     let (cert, key) = (dir.join("c-cert.pem"), dir.join("c-key.pem"));
     std::fs::write(&cert, certified.cert.pem())?;
     std::fs::write(&key, certified.signing_key.serialize_pem())?;
-    Ok((cert, key))
+    let digest = sha2::Sha256::digest(certified.cert.der());
+    let hex = digest.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(((cert, key), hex))
 }
 
 /// `ip netns exec NS program args…`: exec keeps the PID, so the process is measured as itself.

@@ -28,6 +28,8 @@ use crate::Parsed;
 pub const MAX_FRAME_PAYLOAD: usize = 64 * 1024;
 /// Size of the read buffer (allocated on the first read).
 const READ_BUF_LEN: usize = 64 * 1024;
+/// A drained write buffer bigger than this is freed rather than kept for the next frame.
+const KEEP_WRITE_BUF: usize = 4 * 1024;
 /// Frames at least this big have their payload read apart from the header, straight into the
 /// reader's buffer.
 const DIRECT_PAYLOAD_MIN: u64 = 16 * 1024;
@@ -355,10 +357,7 @@ impl WsStream {
             Role::Client => Some(self.keys.key()?),
             Role::Server => None,
         };
-        if self.wbuf.capacity() < MAX_HEADER_LEN + payload.len() {
-            self.wbuf
-                .reserve(MAX_HEADER_LEN + payload.len().max(MAX_FRAME_PAYLOAD));
-        }
+        self.wbuf.reserve(MAX_HEADER_LEN + payload.len());
         encode_header(true, opcode, payload.len() as u64, mask, &mut self.wbuf);
         match mask {
             Some(k) => extend_masked(&mut self.wbuf, payload, k),
@@ -378,7 +377,12 @@ impl WsStream {
                 self.wpos += n;
                 continue;
             }
-            self.wbuf.clear();
+            if self.wbuf.capacity() > KEEP_WRITE_BUF {
+                // Everything is out: a quiet connection keeps no frame-sized buffer.
+                self.wbuf = Vec::new();
+            } else {
+                self.wbuf.clear();
+            }
             self.wpos = 0;
             if !matches!(self.phase, Phase::Open) {
                 return Poll::Ready(Ok(()));
