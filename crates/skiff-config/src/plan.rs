@@ -381,7 +381,9 @@ pub struct LevelPolicy {
 impl Default for LevelPolicy {
     fn default() -> Self {
         LevelPolicy {
-            handshake: Duration::from_secs(4),
+            // Xray's default since 1.8: the same as nginx's client_header_timeout, so how
+            // long a silent prober waits does not tell a proxy from a web server.
+            handshake: Duration::from_secs(60),
             conn_idle: Duration::from_secs(300),
             uplink_only: Duration::from_secs(2),
             downlink_only: Duration::from_secs(5),

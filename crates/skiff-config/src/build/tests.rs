@@ -65,7 +65,7 @@ fn defaults() {
         OutboundProtocol::Freedom(_)
     ));
     assert_eq!(plan.routing.domain_strategy, RoutingDomainStrategy::AsIs);
-    assert_eq!(plan.policy.level(0).handshake, Duration::from_secs(4));
+    assert_eq!(plan.policy.level(0).handshake, Duration::from_secs(60));
 
     let plan = ok(r#"{"inbounds": [{"port": 1, "protocol": "socks"}]}"#);
     let ib = &plan.inbounds[0];
@@ -799,7 +799,7 @@ fn policy_levels() {
         (
             Duration::from_secs(600),
             Duration::ZERO,
-            Duration::from_secs(4)
+            Duration::from_secs(60)
         )
     );
     let l3 = plan.policy.level(3);
