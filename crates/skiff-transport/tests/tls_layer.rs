@@ -9,8 +9,10 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use skiff_core::{BoxStream, ProxyStream};
 use skiff_transport::tls::{
-    TlsClient, TlsClientOptions, TlsServer, TlsServerOptions, TlsSession, TlsVersion,
+    RECORD_LAYER_TAKEOVERS, TlsClient, TlsClientOptions, TlsServer, TlsServerOptions, TlsSession,
+    TlsVersion,
 };
+use std::sync::atomic::Ordering;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::timeout;
@@ -137,7 +139,10 @@ async fn tls_16_mib_each_way_with_alpn() {
         ..pinned_client("a.test", cert.sha256)
     })
     .unwrap();
+    let before = RECORD_LAYER_TAKEOVERS.load(Ordering::Relaxed);
     let (server_stream, session, client_stream) = expect_ok(&server, &client).await;
+    // Both ends negotiated TLS 1.3 and moved to Skiff's own record layer.
+    assert!(RECORD_LAYER_TAKEOVERS.load(Ordering::Relaxed) >= before + 2);
     assert_eq!(session.sni.as_deref(), Some("a.test"));
     assert_eq!(session.alpn.as_deref(), Some("http/1.1"));
     assert!(server_stream.raw_tcp().is_none());

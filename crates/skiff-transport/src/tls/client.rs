@@ -17,7 +17,7 @@ use skiff_core::BoxStream;
 use super::read_ahead::ReadAhead;
 use tokio_rustls::TlsConnector;
 
-use super::stream::TlsProxyStream;
+use super::records;
 use super::{TlsVersion, alpn_protocols, protocol_versions, provider};
 
 /// Client settings (Xray's `tlsSettings` on an outbound).
@@ -75,6 +75,8 @@ impl TlsClient {
             .with_custom_certificate_verifier(Arc::new(verifier))
             .with_no_client_auth();
         config.alpn_protocols = alpn_protocols(&options.alpn)?;
+        // TLS 1.3 traffic keys move to our own record layer after the handshake.
+        config.enable_secret_extraction = true;
         Ok(TlsClient {
             config: Arc::new(config),
             server_name,
@@ -86,7 +88,7 @@ impl TlsClient {
         let tls = TlsConnector::from(self.config.clone())
             .connect(self.server_name.clone(), ReadAhead::new(stream))
             .await?;
-        Ok(Box::new(TlsProxyStream::client(tls)))
+        records::client_stream(tls)
     }
 }
 

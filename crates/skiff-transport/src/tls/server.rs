@@ -18,7 +18,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::TlsAcceptor;
 
 use super::read_ahead::ReadAhead;
-use super::stream::TlsProxyStream;
+use super::records;
 use super::{TlsVersion, alpn_protocols, protocol_versions, provider};
 
 /// Server settings (Xray's `tlsSettings` on an inbound).
@@ -82,6 +82,8 @@ impl TlsServer {
                 reject_unknown_sni: options.reject_unknown_sni,
             }));
         config.alpn_protocols = alpn_protocols(&options.alpn)?;
+        // TLS 1.3 traffic keys move to our own record layer after the handshake.
+        config.enable_secret_extraction = true;
         Ok(TlsServer {
             config: Arc::new(config),
         })
@@ -98,6 +100,9 @@ impl TlsServer {
         let tls = TlsAcceptor::from(self.config.clone())
             .accept(ReadAhead::new(stream))
             .await?;
+        // Session tickets rustls queued go out now, so the keys can move to our record layer.
+        let mut tls = tls;
+        tls.flush().await?;
         let conn = tls.get_ref().1;
         let session = TlsSession {
             sni: conn.server_name().map(str::to_owned),
@@ -105,7 +110,7 @@ impl TlsServer {
                 .alpn_protocol()
                 .map(|p| String::from_utf8_lossy(p).into_owned()),
         };
-        Ok((Box::new(TlsProxyStream::server(tls)), session))
+        Ok((records::server_stream(tls)?, session))
     }
 }
 
