@@ -93,7 +93,7 @@ impl Command {
 ///
 /// Equality is constant-time over the 56 bytes, so a map keyed by it compares keys without an
 /// early exit. Debug shows only the first 8 characters.
-#[derive(Clone, Copy, Hash)]
+#[derive(Clone, Copy)]
 pub struct PasswordHash([u8; HASH_LEN]);
 
 impl PasswordHash {
@@ -126,6 +126,13 @@ impl PartialEq for PasswordHash {
 }
 
 impl Eq for PasswordHash {}
+
+/// Hashes the same bytes equality compares, so `a == b` implies equal hashes.
+impl std::hash::Hash for PasswordHash {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
+}
 
 impl fmt::Debug for PasswordHash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
