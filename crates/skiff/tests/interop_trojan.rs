@@ -118,12 +118,15 @@ fn wait_bound(proc: &mut Proc, port: u16, udp: bool, log: &Path) {
     }
 }
 
+/// A port free for UDP and (as trojan-gfw's forward mode binds both) TCP, below the ephemeral
+/// range like [`free_port`].
 fn free_udp_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    loop {
+        let port = free_port();
+        if UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 // ---- configs ----
