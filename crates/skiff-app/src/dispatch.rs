@@ -11,8 +11,9 @@ use skiff_core::{
     Accepted, Address, BoxFuture, BoxStream, ConnectOutcome, Connector, Counted, DirectionCounters,
     Metadata, Network, Prefixed, ProxyStream, RelayCounters, RelayEnd, Reply, relay,
 };
+use skiff_proto::trojan::server::TrojanAccept;
 use skiff_proto::vless::server::VlessAccept;
-use skiff_proto::{http, socks, vless};
+use skiff_proto::{http, socks, trojan, vless};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
@@ -23,7 +24,7 @@ use crate::inbound::{InboundHandler, InboundKind};
 use crate::shared::Shared;
 use crate::stack::{LayerSession, Layered};
 use crate::udp;
-use crate::vless_udp;
+use crate::{trojan_udp, vless_udp};
 
 /// How long an outbound connect may take, as Go's default dialer roughly allows.
 const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -53,6 +54,11 @@ pub async fn serve_tcp(
         }) => {
             meta.user = user.map(Arc::from);
             vless_udp::serve(&shared, &inbound, meta, destination, stream).await;
+            return;
+        }
+        Ok(Handshake::TrojanUdp { stream, user }) => {
+            meta.user = user.map(Arc::from);
+            trojan_udp::serve(&shared, &inbound, meta, stream).await;
             return;
         }
         Err(e) if e.kind() == io::ErrorKind::TimedOut => {
@@ -103,6 +109,11 @@ enum Handshake {
         stream: BoxStream,
         user: Option<String>,
     },
+    /// A Trojan UDP ASSOCIATE: packets each carrying their own destination.
+    TrojanUdp {
+        stream: BoxStream,
+        user: Option<String>,
+    },
 }
 
 /// Runs the inbound's transport layers and protocol handshake under the policy's handshake
@@ -145,8 +156,8 @@ async fn handshake(
                 Err(_) => Err(timed_out()),
             }
         }
-        InboundKind::Vless { server, fallbacks } => {
-            let accept = vless_accept(stream, server, !fallbacks.is_empty());
+        InboundKind::Vless(server) => {
+            let accept = vless_accept(stream, server, !inbound.fallbacks.is_empty());
             match timeout(limit, Box::pin(accept)).await {
                 Ok(Ok(VlessAccept::Stream {
                     destination,
@@ -169,6 +180,29 @@ async fn handshake(
                         stream,
                         user,
                     });
+                }
+                Ok(Err(e)) => Err(e),
+                Err(_) => Err(timed_out()),
+            }
+        }
+        InboundKind::Trojan(server) => {
+            let accept = trojan_accept(stream, server, !inbound.fallbacks.is_empty());
+            match timeout(limit, Box::pin(accept)).await {
+                Ok(Ok(TrojanAccept::Stream {
+                    destination,
+                    stream,
+                    user,
+                })) => Ok(Accepted::Stream {
+                    destination,
+                    stream,
+                    reply: Reply::None,
+                    user,
+                }),
+                Ok(Ok(TrojanAccept::Fallback { stream })) => {
+                    return Ok(Handshake::Fallback(stream));
+                }
+                Ok(Ok(TrojanAccept::Udp { stream, user, .. })) => {
+                    return Ok(Handshake::TrojanUdp { stream, user });
                 }
                 Ok(Err(e)) => Err(e),
                 Err(_) => Err(timed_out()),
@@ -205,21 +239,22 @@ async fn handshake(
     accepted.map(Handshake::Accepted)
 }
 
-/// Xray reads a VLESS request with fallbacks in one read of up to 8 KiB; when that read brought
-/// fewer than 18 bytes it falls back at once instead of waiting for the rest of a header
-/// (proxy/vless/inbound/inbound.go `Process`: `isfb && firstLen < 18`). A prober sending a few
-/// bytes therefore gets the fallback's answer, not a silent wait for the handshake timeout.
-/// An end of stream before any byte is an error there too (no fallback is dialled).
-async fn vless_accept(
-    mut stream: BoxStream,
-    server: &vless::server::VlessServer,
-    has_fallbacks: bool,
-) -> io::Result<VlessAccept> {
-    if !has_fallbacks {
-        return vless::server::accept(stream, server).await;
-    }
+/// With fallbacks, Xray reads a VLESS or Trojan request in one read of up to 8 KiB; when that
+/// read brought fewer bytes than the protocol needs to recognise its client (VLESS: 18, the
+/// version and id; Trojan: 58, the hash and its CRLF) it falls back at once instead of waiting
+/// for the rest (proxy/vless/inbound/inbound.go and proxy/trojan/server.go `Process`:
+/// `isfb && firstLen < …`). A prober sending a few bytes therefore gets the fallback's
+/// answer, not a silent wait for the handshake timeout. An end of stream before any byte is
+/// an error there too (no fallback is dialled).
+enum FirstRead {
+    /// Enough to decide: the protocol handshake goes on with this stream (which replays it).
+    Enough(BoxStream),
+    /// Too short: straight to the fallback with this stream (which replays it).
+    Short(BoxStream),
+}
+
+async fn first_read(mut stream: BoxStream, fallback_below: usize) -> io::Result<FirstRead> {
     const FIRST_READ: usize = 8192;
-    const FALLBACK_BELOW: usize = 18;
     // Allocate only once bytes are there: silent connections stay small.
     std::future::poll_fn(|cx| stream.poll_read_ready(cx)).await?;
     let mut buf = vec![0u8; FIRST_READ];
@@ -233,10 +268,39 @@ async fn vless_accept(
     let first = Bytes::copy_from_slice(&buf[..n]);
     drop(buf);
     let stream: BoxStream = Box::new(Prefixed::new(first, stream));
-    if n < FALLBACK_BELOW {
-        return Ok(VlessAccept::Fallback { stream });
+    Ok(if n < fallback_below {
+        FirstRead::Short(stream)
+    } else {
+        FirstRead::Enough(stream)
+    })
+}
+
+async fn vless_accept(
+    stream: BoxStream,
+    server: &vless::server::VlessServer,
+    has_fallbacks: bool,
+) -> io::Result<VlessAccept> {
+    if !has_fallbacks {
+        return vless::server::accept(stream, server).await;
     }
-    vless::server::accept(stream, server).await
+    match first_read(stream, 18).await? {
+        FirstRead::Short(stream) => Ok(VlessAccept::Fallback { stream }),
+        FirstRead::Enough(stream) => vless::server::accept(stream, server).await,
+    }
+}
+
+async fn trojan_accept(
+    stream: BoxStream,
+    server: &trojan::server::TrojanServer,
+    has_fallbacks: bool,
+) -> io::Result<TrojanAccept> {
+    if !has_fallbacks {
+        return trojan::server::accept(stream, server).await;
+    }
+    match first_read(stream, trojan::codec::AUTH_LEN).await? {
+        FirstRead::Short(stream) => Ok(TrojanAccept::Fallback { stream }),
+        FirstRead::Enough(stream) => trojan::server::accept(stream, server).await,
+    }
 }
 
 /// Hands a connection that is not for us to the inbound's fallback, or closes it (without a
@@ -248,12 +312,8 @@ async fn fall_back(
     mut stream: BoxStream,
     session: &LayerSession,
 ) {
-    let fallbacks: &[skiff_config::FallbackPlan] = match &inbound.kind {
-        InboundKind::Vless { fallbacks, .. } => fallbacks,
-        _ => &[],
-    };
     let first = stream.take_read_residue().unwrap_or_default();
-    let Some(fallback) = fallback::select(fallbacks, session, &first) else {
+    let Some(fallback) = fallback::select(&inbound.fallbacks, session, &first) else {
         debug!(inbound = %inbound.tag, source = %meta.source, "not a valid request and no fallback; closing");
         // Xray closes through its TLS connection: a close_notify (given 250 ms) before the
         // FIN (transport/internet/tls/tls.go `Conn.Close`). Over raw TCP this is the FIN.

@@ -11,6 +11,8 @@ use skiff_proto::socks::server::SocksServerConfig;
 use crate::stack::InboundLayers;
 use crate::tunnel::TunnelConfig;
 use skiff_config::FallbackPlan;
+use skiff_proto::trojan::codec::PasswordHash;
+use skiff_proto::trojan::server::{TrojanServer, TrojanUser};
 use skiff_proto::vless::server::{VlessServer, VlessUser};
 use skiff_proto::vless::user::UserId;
 
@@ -21,10 +23,8 @@ pub enum InboundKind {
     },
     Http(HttpServerConfig),
     Tunnel(TunnelConfig),
-    Vless {
-        server: VlessServer,
-        fallbacks: Vec<FallbackPlan>,
-    },
+    Vless(VlessServer),
+    Trojan(TrojanServer),
 }
 
 pub struct InboundHandler {
@@ -32,6 +32,9 @@ pub struct InboundHandler {
     pub kind: InboundKind,
     /// TLS and WebSocket under the protocol (streamSettings).
     pub layers: InboundLayers,
+    /// Where connections that are not a valid request go (VLESS and Trojan); the same
+    /// selection for every protocol (`crate::fallback`).
+    pub fallbacks: Vec<FallbackPlan>,
     pub level: u32,
     pub uplink: Arc<Counter>,
     pub downlink: Arc<Counter>,
@@ -83,20 +86,30 @@ impl InboundHandler {
                 t.network.udp,
             ),
             InboundProtocol::Vless(v) => (
-                InboundKind::Vless {
-                    server: VlessServer {
-                        users: v
-                            .clients
-                            .iter()
-                            .map(|c| VlessUser {
-                                id: UserId::from_bytes(c.id),
-                                email: c.email.clone(),
-                            })
-                            .collect(),
-                    },
-                    fallbacks: v.fallbacks.clone(),
-                },
+                InboundKind::Vless(VlessServer {
+                    users: v
+                        .clients
+                        .iter()
+                        .map(|c| VlessUser {
+                            id: UserId::from_bytes(c.id),
+                            email: c.email.clone(),
+                        })
+                        .collect(),
+                }),
                 v.clients.first().map_or(0, |c| c.level),
+                true,
+                false,
+            ),
+            InboundProtocol::Trojan(t) => (
+                InboundKind::Trojan(TrojanServer::new(t.clients.iter().map(|c| {
+                    (
+                        PasswordHash::of(&c.password),
+                        TrojanUser {
+                            email: c.email.clone(),
+                        },
+                    )
+                }))),
+                t.clients.first().map_or(0, |c| c.level),
                 true,
                 false,
             ),
@@ -107,6 +120,7 @@ impl InboundHandler {
             tag: Arc::from(plan.tag.as_str()),
             kind,
             layers,
+            fallbacks: plan.protocol.fallbacks().to_vec(),
             level,
             uplink: stats.counter(&format!("inbound>>>{}>>>traffic>>>uplink", plan.tag)),
             downlink: stats.counter(&format!("inbound>>>{}>>>traffic>>>downlink", plan.tag)),
@@ -120,7 +134,8 @@ impl InboundHandler {
             InboundKind::Socks { .. } => "socks",
             InboundKind::Http(_) => "http",
             InboundKind::Tunnel(_) => "tunnel",
-            InboundKind::Vless { .. } => "vless",
+            InboundKind::Vless(_) => "vless",
+            InboundKind::Trojan(_) => "trojan",
         }
     }
 }

@@ -6,8 +6,10 @@ use std::sync::Arc;
 
 use skiff_config::{FreedomDomainStrategy, OutboundPlan, OutboundProtocol};
 use skiff_core::{Address, Counter, Outbound, Stats};
+use skiff_proto::trojan::codec::PasswordHash;
 use skiff_proto::vless::user::UserId;
 
+use crate::outbound_trojan::TrojanOutbound;
 use crate::outbound_vless::VlessOutbound;
 use crate::stack::OutboundLayers;
 use skiff_proto::blackhole::Blackhole;
@@ -75,6 +77,12 @@ fn make(plan: &OutboundPlan, via: Option<Arc<dyn Outbound>>) -> Result<Arc<dyn O
             server: Address::from_host(&v.address, v.port),
             user: UserId::from_bytes(v.id),
             layers: OutboundLayers::build(&plan.stream, &v.address)?,
+            via,
+        }),
+        OutboundProtocol::Trojan(t) => Arc::new(TrojanOutbound {
+            server: Address::from_host(&t.address, t.port),
+            hash: PasswordHash::of(&t.password),
+            layers: OutboundLayers::build(&plan.stream, &t.address)?,
             via,
         }),
     })

@@ -26,26 +26,26 @@ const BIND_TIMEOUT: Duration = Duration::from_secs(10);
 const DATAGRAM_MAX: usize = 65_535;
 
 /// When a datagram last moved, in milliseconds since `start`; shared by both directions.
-struct Activity {
+pub(crate) struct Activity {
     start: Instant,
     last_ms: AtomicU64,
 }
 
 impl Activity {
-    fn new() -> Activity {
+    pub(crate) fn new() -> Activity {
         Activity {
             start: Instant::now(),
             last_ms: AtomicU64::new(0),
         }
     }
 
-    fn touch(&self) {
+    pub(crate) fn touch(&self) {
         let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.last_ms.store(ms, Ordering::Relaxed);
     }
 
     /// Resolves once nothing moved for `limit`.
-    async fn idle(&self, limit: Duration) {
+    pub(crate) async fn idle(&self, limit: Duration) {
         loop {
             let last = Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
             let deadline = self.start + last + limit;

@@ -10,12 +10,15 @@ pub enum Kind {
     Tunnel,
     /// B: dokodemo-door → VLESS out; C: VLESS in → freedom; over TLS and/or WebSocket.
     Vless { tls: bool, ws: bool },
+    /// B: dokodemo-door → Trojan out; C: Trojan in → freedom; always over TLS, optionally
+    /// with WebSocket between (trojan-gfw speaks only the plain-TLS form).
+    Trojan { ws: bool },
 }
 
 impl Kind {
     /// The combination needs a certificate on C.
     pub fn tls(self) -> bool {
-        matches!(self, Kind::Vless { tls: true, .. })
+        matches!(self, Kind::Vless { tls: true, .. } | Kind::Trojan { .. })
     }
 }
 
@@ -69,6 +72,16 @@ pub const ALL: &[Combination] = &[
             ws: true,
         },
     },
+    Combination {
+        name: "trojan-tls",
+        about: "Trojan over TCP with TLS",
+        kind: Kind::Trojan { ws: false },
+    },
+    Combination {
+        name: "trojan-ws-tls",
+        about: "Trojan over WebSocket with TLS",
+        kind: Kind::Trojan { ws: true },
+    },
 ];
 
 /// The combinations whose name matches any of the comma-separated `filter` words (substring
@@ -106,6 +119,9 @@ mod tests {
         let names: Vec<_> = select(Some("vless-ws")).iter().map(|c| c.name).collect();
         assert_eq!(names, ["vless-ws"]);
         assert_eq!(select(Some("vless")).len(), 4);
+        let names: Vec<_> = select(Some("trojan")).iter().map(|c| c.name).collect();
+        assert_eq!(names, ["trojan-tls", "trojan-ws-tls"]);
+        assert!(select(Some("trojan-tls")).iter().all(|c| c.kind.tls()));
         assert!(select(Some("nothing-like-this")).is_empty());
     }
 }

@@ -181,6 +181,12 @@ pub struct Hops {
 
 /// The id every bench row uses between B and C.
 const BENCH_UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
+/// The password every Trojan row uses between B and C.
+const BENCH_PASSWORD: &str = "skiff bench";
+/// TLS 1.3 suites for trojan-gfw (OpenSSL), AES-128-GCM first: OpenSSL would otherwise pick
+/// AES-256-GCM, while rustls and Go pick AES-128-GCM, and the rows would not compare alike.
+const OPENSSL_TLS13: &str =
+    "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384";
 
 fn vless_stream(tls: bool, ws: bool, role: Role, flavor: Flavor, hops: &Hops) -> Option<Value> {
     let mut stream = json!({ "network": if ws { "ws" } else { "tcp" } });
@@ -242,6 +248,90 @@ fn xray_vless_server(listen: SocketAddr, stream: Value) -> Value {
     })
 }
 
+/// B: dokodemo-door on `listen` to `d`, carried by Trojan to C at `c`.
+fn xray_trojan_client(listen: SocketAddr, d: SocketAddr, c: SocketAddr, stream: Value) -> Value {
+    json!({
+        "log": { "loglevel": "warning", "access": "none" },
+        "inbounds": [dokodemo(listen, d)],
+        "outbounds": [{
+            "tag": "to-c",
+            "protocol": "trojan",
+            "settings": { "servers": [{
+                "address": c.ip().to_string(),
+                "port": c.port(),
+                "password": BENCH_PASSWORD
+            }] },
+            "streamSettings": stream
+        }]
+    })
+}
+
+/// C: Trojan in on `listen`, freedom out.
+fn xray_trojan_server(listen: SocketAddr, stream: Value) -> Value {
+    json!({
+        "log": { "loglevel": "warning", "access": "none" },
+        "inbounds": [{
+            "tag": "bench-in",
+            "listen": listen.ip().to_string(),
+            "port": listen.port(),
+            "protocol": "trojan",
+            "settings": { "clients": [{ "password": BENCH_PASSWORD }] },
+            "streamSettings": stream
+        }],
+        "outbounds": [freedom()]
+    })
+}
+
+/// trojan-gfw's own format. B runs `forward` (a fixed target: A's traffic to D, like the
+/// dokodemo-door of the other rows); C runs `server`, whose `remote_addr` (the fallback for
+/// non-Trojan traffic, never used by the bench) points at D. No certificate check on B: the
+/// bench's certificate is self-signed, as with the other peers' allowInsecure.
+fn trojan_gfw(role: Role, hops: &Hops) -> Option<Value> {
+    let tcp = json!({ "no_delay": true, "keep_alive": true, "reuse_port": false,
+                      "fast_open": false, "fast_open_qlen": 20 });
+    Some(match role {
+        Role::Client => json!({
+            "run_type": "forward",
+            "local_addr": hops.b_listen.ip().to_string(),
+            "local_port": hops.b_listen.port(),
+            "remote_addr": hops.c_listen.ip().to_string(),
+            "remote_port": hops.c_listen.port(),
+            "target_addr": hops.d.ip().to_string(),
+            "target_port": hops.d.port(),
+            "password": [BENCH_PASSWORD],
+            "udp_timeout": 60,
+            "log_level": 3,
+            "ssl": {
+                "verify": false, "verify_hostname": false, "cert": "", "sni": "bench.skiff",
+                "cipher_tls13": OPENSSL_TLS13, "alpn": ["h2", "http/1.1"],
+                "reuse_session": true, "session_ticket": false, "curves": ""
+            },
+            "tcp": tcp
+        }),
+        Role::Server => {
+            let (cert, key) = hops.certificate.as_ref()?;
+            json!({
+                "run_type": "server",
+                "local_addr": hops.c_listen.ip().to_string(),
+                "local_port": hops.c_listen.port(),
+                "remote_addr": hops.d.ip().to_string(),
+                "remote_port": hops.d.port(),
+                "password": [BENCH_PASSWORD],
+                "log_level": 3,
+                "ssl": {
+                    "cert": cert.display().to_string(), "key": key.display().to_string(),
+                    "key_password": "", "cipher_tls13": OPENSSL_TLS13,
+                    "prefer_server_cipher": true, "alpn": ["http/1.1"], "reuse_session": true,
+                    "session_ticket": false, "session_timeout": 600, "plain_http_response": "",
+                    "curves": "", "dhparam": ""
+                },
+                "tcp": tcp,
+                "mysql": { "enabled": false }
+            })
+        }
+    })
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
     Client,
@@ -252,9 +342,13 @@ impl Implementation {
     pub fn supports(&self, combo: &Combination) -> bool {
         match combo.kind {
             Kind::Raw => false,
-            Kind::Tunnel | Kind::Vless { .. } => {
+            Kind::Tunnel | Kind::Vless { .. } | Kind::Trojan { ws: true } => {
                 matches!(self.flavor, Flavor::Skiff | Flavor::Xray | Flavor::V2ray)
             }
+            Kind::Trojan { ws: false } => matches!(
+                self.flavor,
+                Flavor::Skiff | Flavor::Xray | Flavor::V2ray | Flavor::Trojan
+            ),
         }
     }
 
@@ -275,6 +369,16 @@ impl Implementation {
                     Role::Server => xray_vless_server(hops.c_listen, stream),
                 }
             }
+            (Kind::Trojan { ws }, Flavor::Skiff | Flavor::Xray | Flavor::V2ray) => {
+                let stream = vless_stream(true, ws, role, self.flavor, hops)?;
+                match role {
+                    Role::Client => {
+                        xray_trojan_client(hops.b_listen, hops.d, hops.c_listen, stream)
+                    }
+                    Role::Server => xray_trojan_server(hops.c_listen, stream),
+                }
+            }
+            (Kind::Trojan { ws: false }, Flavor::Trojan) => trojan_gfw(role, hops)?,
             _ => return None,
         };
         serde_json::to_string_pretty(&value).ok()
@@ -420,6 +524,45 @@ mod tests {
             }
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn trojan_gfw_runs_trojan_tls_in_its_own_format() {
+        let gfw = Implementation {
+            name: "trojan",
+            flavor: Flavor::Trojan,
+            client: "trojan".into(),
+            server: "trojan".into(),
+            version: String::new(),
+        };
+        let by_name = |n: &str| ALL.iter().find(|c| c.name == n).unwrap();
+        assert!(gfw.supports(by_name("trojan-tls")));
+        assert!(!gfw.supports(by_name("trojan-ws-tls")));
+        assert!(!gfw.supports(by_name("vless-tls")));
+        let client: Value = serde_json::from_str(
+            &gfw.config(by_name("trojan-tls"), Role::Client, &hops())
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(client["run_type"], "forward");
+        assert_eq!(client["local_port"], 1001);
+        assert_eq!(client["remote_port"], 1002);
+        assert_eq!(client["target_port"], 1003);
+        assert_eq!(client["password"][0], BENCH_PASSWORD);
+        let server: Value = serde_json::from_str(
+            &gfw.config(by_name("trojan-tls"), Role::Server, &hops())
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(server["run_type"], "server");
+        assert_eq!(server["local_port"], 1002);
+        assert_eq!(server["ssl"]["cert"], "/tmp/c.pem");
+        let args: Vec<_> = gfw
+            .command(Role::Client, Path::new("/tmp/b.json"))
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(args, ["-c", "/tmp/b.json"]);
     }
 
     #[test]

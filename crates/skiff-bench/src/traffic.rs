@@ -396,7 +396,12 @@ fn one_connection(
     match mode {
         Mode::Upload => {
             pump_out(&mut s, bytes, until)?;
-            s.shutdown(Shutdown::Write)?;
+            // The sink stops reading at the announced count; only "until the source stops"
+            // needs the FIN. Not sending it otherwise keeps peers that close both directions
+            // at the client's FIN (trojan-gfw, which has no half-close) from dropping the ack.
+            if bytes == u64::MAX {
+                s.shutdown(Shutdown::Write)?;
+            }
             // The sink's count: bytes that really crossed the chain, acknowledged at the end.
             let mut ack = [0u8; 8];
             s.read_exact(&mut ack)?;

@@ -66,6 +66,18 @@ pub enum InboundProtocol {
     Http(HttpInbound),
     Tunnel(TunnelInbound),
     Vless(VlessInbound),
+    Trojan(TrojanInbound),
+}
+
+impl InboundProtocol {
+    /// The `fallbacks` of a protocol that has them (VLESS, Trojan); empty otherwise.
+    pub fn fallbacks(&self) -> &[FallbackPlan] {
+        match self {
+            InboundProtocol::Vless(v) => &v.fallbacks,
+            InboundProtocol::Trojan(t) => &t.fallbacks,
+            _ => &[],
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,6 +137,7 @@ pub enum OutboundProtocol {
     Freedom(FreedomOutbound),
     Blackhole(BlackholeOutbound),
     Vless(VlessOutbound),
+    Trojan(TrojanOutbound),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -313,6 +326,59 @@ impl std::fmt::Debug for VlessOutbound {
             .field("address", &self.address)
             .field("port", &self.port)
             .field("id", &format_args!("{}…", short_id(&self.id)))
+            .field("level", &self.level)
+            .finish()
+    }
+}
+
+/// Trojan inbound `settings`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrojanInbound {
+    /// May be empty (then every connection goes to a fallback).
+    pub clients: Vec<TrojanClient>,
+    /// In config order. Non-empty only on raw TCP inbounds, with or without TLS.
+    pub fallbacks: Vec<FallbackPlan>,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+pub struct TrojanClient {
+    /// The password as configured (non-empty); the protocol sends hex(SHA-224) of its bytes.
+    pub password: String,
+    /// `email`; "" is None.
+    pub email: Option<String>,
+    /// `level`, default 0.
+    pub level: u32,
+}
+
+/// Never prints the password.
+impl std::fmt::Debug for TrojanClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrojanClient")
+            .field("password", &format_args!("<redacted>"))
+            .field("email", &self.email)
+            .field("level", &self.level)
+            .finish()
+    }
+}
+
+/// Trojan outbound `settings` (one server).
+#[derive(Clone, PartialEq, Eq)]
+pub struct TrojanOutbound {
+    pub address: String,
+    pub port: u16,
+    pub password: String,
+    pub email: Option<String>,
+    pub level: u32,
+}
+
+/// Never prints the password.
+impl std::fmt::Debug for TrojanOutbound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrojanOutbound")
+            .field("address", &self.address)
+            .field("port", &self.port)
+            .field("password", &format_args!("<redacted>"))
+            .field("email", &self.email)
             .field("level", &self.level)
             .finish()
     }

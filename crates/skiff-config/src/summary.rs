@@ -206,6 +206,13 @@ impl Display for Inbound<'_> {
                 }
                 ("vless", notes)
             }
+            InboundProtocol::Trojan(t) => {
+                let mut notes = vec![trojan_clients(&t.clients)];
+                for fb in &t.fallbacks {
+                    notes.push(fallback(fb));
+                }
+                ("trojan", notes)
+            }
         };
         notes.extend(stream(&ib.stream));
         if ib.sniffing {
@@ -233,6 +240,25 @@ fn clients(list: &[VlessClient]) -> String {
             if let Some(email) = &c.email {
                 s.push_str(&format!(" {email}"));
             }
+            if c.level != 0 {
+                s.push_str(&format!(" level {}", c.level));
+            }
+            s
+        })
+        .collect();
+    let noun = if list.len() == 1 { "client" } else { "clients" };
+    format!("{} {noun} ({})", list.len(), shown.join(", "))
+}
+
+/// Trojan clients by email and level; passwords are never shown.
+fn trojan_clients(list: &[crate::plan::TrojanClient]) -> String {
+    if list.is_empty() {
+        return "no clients".to_owned();
+    }
+    let shown: Vec<String> = list
+        .iter()
+        .map(|c| {
+            let mut s = c.email.clone().unwrap_or_else(|| "(no email)".to_owned());
             if c.level != 0 {
                 s.push_str(&format!(" level {}", c.level));
             }
@@ -375,6 +401,20 @@ impl Display for Outbound<'_> {
                 write!(f, "vless to {host}:{}, id {}…", v.port, short_id(&v.id))?;
                 if v.level != 0 {
                     write!(f, ", level {}", v.level)?;
+                }
+            }
+            OutboundProtocol::Trojan(t) => {
+                let host = if t.address.contains(':') {
+                    format!("[{}]", t.address)
+                } else {
+                    t.address.clone()
+                };
+                write!(f, "trojan to {host}:{}", t.port)?;
+                if let Some(email) = &t.email {
+                    write!(f, ", email {email}")?;
+                }
+                if t.level != 0 {
+                    write!(f, ", level {}", t.level)?;
                 }
             }
         }

@@ -6,4 +6,5 @@ pub mod freedom;
 pub mod http;
 pub mod proxy_protocol;
 pub mod socks;
+pub mod trojan;
 pub mod vless;

@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use super::unique_tags::UniqueTags;
 use super::{error_count, lower, protocols, stream};
 use crate::diag::Diagnostic;
-use crate::plan::{InboundPlan, InboundProtocol, StreamNetwork};
+use crate::plan::{InboundPlan, StreamNetwork};
 use crate::raw::Item;
 use crate::raw::bounds::{RawAllocate, RawInbound, RawSniffing};
 use crate::source::Loc;
@@ -51,8 +51,8 @@ fn build_inbound(item: &Item<RawInbound>, diags: &mut Vec<Diagnostic>) -> Option
     }
     let protocol =
         protocols::inbound_protocol(raw.protocol.as_deref(), raw.settings.as_ref(), loc, diags);
-    if let Some(InboundProtocol::Vless(v)) = &protocol
-        && !v.fallbacks.is_empty()
+    if let Some(protocol) = &protocol
+        && !protocol.fallbacks().is_empty()
         && stream.network != StreamNetwork::Tcp
     {
         // Fallbacks hand on the raw bytes of a TCP connection, with TLS (name and alpn then

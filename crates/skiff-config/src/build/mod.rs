@@ -105,4 +105,6 @@ fn lower(value: Option<&str>) -> Option<String> {
 mod tests;
 
 #[cfg(test)]
+mod tests_trojan;
+#[cfg(test)]
 mod tests_vless;

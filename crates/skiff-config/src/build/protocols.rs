@@ -20,12 +20,14 @@ use crate::raw::settings::{
 };
 use crate::source::Loc;
 
+mod common;
+mod fallbacks;
+mod trojan;
 mod vless;
 
 /// Xray protocols skiff does not implement yet (either direction).
 const NOT_YET: &[&str] = &[
     "vmess",
-    "trojan",
     "shadowsocks",
     "wireguard",
     "hysteria",
@@ -80,6 +82,8 @@ pub fn inbound_protocol(
         }
         "vless" => vless::inbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
             .map(InboundProtocol::Vless),
+        "trojan" => trojan::inbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
+            .map(InboundProtocol::Trojan),
         n if NOT_YET.contains(&n) || n == "tun" => {
             diags.push(not_supported(n, loc));
             None
@@ -113,6 +117,8 @@ pub fn outbound_protocol(
             .map(OutboundProtocol::Blackhole),
         "vless" => vless::outbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
             .map(OutboundProtocol::Vless),
+        "trojan" => trojan::outbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
+            .map(OutboundProtocol::Trojan),
         n if NOT_YET.contains(&n) || ["socks", "http", "dns", "loopback"].contains(&n) => {
             diags.push(not_supported(n, loc));
             None

@@ -136,3 +136,37 @@ pub struct RawVnext {
     pub port: Option<i64>,
     pub users: Option<Vec<RawVlessUser>>,
 }
+
+/// Trojan inbound `settings`.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct TrojanInboundSettings {
+    pub clients: Option<Vec<RawTrojanUser>>,
+    pub fallbacks: Option<Vec<RawFallback>>,
+}
+
+/// A Trojan inbound client.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RawTrojanUser {
+    pub password: Option<String>,
+    pub email: Option<String>,
+    pub level: Option<i64>,
+    /// Xray's old XTLS flows: refused with a message.
+    pub flow: Option<String>,
+}
+
+/// Trojan outbound `settings`.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct TrojanOutboundSettings {
+    pub servers: Option<Vec<RawTrojanServer>>,
+}
+
+/// One entry of a Trojan outbound's `servers`.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RawTrojanServer {
+    pub address: Option<String>,
+    pub port: Option<i64>,
+    pub password: Option<String>,
+    pub email: Option<String>,
+    pub level: Option<i64>,
+    pub flow: Option<String>,
+}

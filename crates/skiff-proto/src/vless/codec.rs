@@ -240,8 +240,9 @@ pub fn parse_request(buf: &[u8]) -> Result<Parsed<(Request, usize)>, VlessError>
 }
 
 /// Xray's domain rule (vless.md §2): a name starting with a digit or `[` that parses as an IP
-/// (brackets stripped) is that IP; otherwise only `[0-9A-Za-z-._]` is allowed.
-fn parse_domain(name: &[u8], port: u16) -> Result<Address, VlessError> {
+/// (brackets stripped) is that IP; otherwise only `[0-9A-Za-z-._]` is allowed. Trojan's
+/// address parser in Xray is the same one, so the Trojan codec calls this too.
+pub(crate) fn parse_domain(name: &[u8], port: u16) -> Result<Address, VlessError> {
     let first = *name.first().ok_or(VlessError::BadDomain)?;
     if (first.is_ascii_digit() || first == b'[')
         && let Ok(text) = std::str::from_utf8(name)
@@ -262,7 +263,7 @@ fn parse_domain(name: &[u8], port: u16) -> Result<Address, VlessError> {
     Ok(Address::Domain(text.to_owned(), port))
 }
 
-fn valid_domain(name: &[u8]) -> bool {
+pub(crate) fn valid_domain(name: &[u8]) -> bool {
     !name.is_empty()
         && name.len() <= MAX_DOMAIN_LEN
         && name

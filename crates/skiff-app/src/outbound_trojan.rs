@@ -1,0 +1,344 @@
+//! The Trojan outbound: dial the server (directly or through a chained outbound), run the
+//! transport layers (TLS, WebSocket) over it, then speak Trojan inside.
+//!
+//! UDP (`bind`) uses UDP ASSOCIATE (trojan.md §2): every packet carries its own address, so
+//! one Trojan connection carries a whole packet conversation, whatever destinations it talks
+//! to. It opens on the first datagram (whose destination the request header names, as
+//! Xray's client does) and reopens on the next datagram after it ended.
+
+use std::io;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use bytes::Bytes;
+use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Metadata, Outbound, PacketConn};
+use skiff_proto::trojan::client;
+use skiff_proto::trojan::codec::{Command, PasswordHash};
+use skiff_proto::trojan::packet::TrojanPacketStream;
+use tokio::io::ReadBuf;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::task::AbortHandle;
+use tracing::debug;
+
+use crate::stack::OutboundLayers;
+
+/// Datagrams waiting for the connection (while it is set up, or while TCP is slower than the
+/// sender); beyond that they are dropped, as a full socket buffer would.
+const QUEUE: usize = 64;
+/// Received datagrams waiting for the conversation's reader.
+const INBOX: usize = 64;
+/// How long reaching the server and its transport layers may take.
+const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
+/// After the connection failed, datagrams are dropped this long before the next one opens a
+/// new connection, so an unreachable server is not redialled for every datagram.
+const REDIAL_PAUSE: Duration = Duration::from_secs(1);
+
+pub struct TrojanOutbound {
+    pub server: Address,
+    pub hash: PasswordHash,
+    pub layers: OutboundLayers,
+    /// Chained outbound (`proxySettings.tag`): reach the server through it.
+    pub via: Option<Arc<dyn Outbound>>,
+}
+
+/// Reaches the Trojan server: TCP (or the chained outbound), then the transport layers.
+async fn dial(
+    server: &Address,
+    layers: &OutboundLayers,
+    via: Option<&Arc<dyn Outbound>>,
+    meta: &Metadata,
+) -> io::Result<BoxStream> {
+    let stream: BoxStream = match via {
+        Some(via) => via.connect(meta, server).await?,
+        None => {
+            let stream = match server {
+                Address::Ip(sa) => TcpStream::connect(sa).await?,
+                Address::Domain(host, port) => TcpStream::connect((host.as_str(), *port)).await?,
+            };
+            stream.set_nodelay(true)?;
+            Box::new(stream)
+        }
+    };
+    layers.wrap(stream).await
+}
+
+impl Outbound for TrojanOutbound {
+    fn connect<'a>(
+        &'a self,
+        meta: &'a Metadata,
+        destination: &'a Address,
+    ) -> BoxFuture<'a, io::Result<BoxStream>> {
+        Box::pin(async move {
+            let stream = dial(&self.server, &self.layers, self.via.as_ref(), meta).await?;
+            Ok(client::connect(
+                stream,
+                &self.hash,
+                destination,
+                Command::Connect,
+            ))
+        })
+    }
+
+    fn bind<'a>(&'a self, meta: &'a Metadata) -> BoxFuture<'a, io::Result<BoxPacketConn>> {
+        Box::pin(async move {
+            let dialer = Arc::new(Dialer {
+                server: self.server.clone(),
+                hash: self.hash,
+                layers: self.layers.clone(),
+                via: self.via.clone(),
+                meta: meta.clone(),
+            });
+            let (inbox_tx, inbox_rx) = mpsc::channel(INBOX);
+            let conn: BoxPacketConn = Box::new(TrojanPackets {
+                dialer,
+                link: Mutex::new(None),
+                inbox_tx,
+                inbox: Mutex::new(inbox_rx),
+            });
+            Ok(conn)
+        })
+    }
+}
+
+/// What opening the UDP connection needs, owned: it opens after `bind` returned.
+struct Dialer {
+    server: Address,
+    hash: PasswordHash,
+    layers: OutboundLayers,
+    via: Option<Arc<dyn Outbound>>,
+    meta: Metadata,
+}
+
+/// The running connection: its queue and the task that carries it.
+struct Link {
+    queue: mpsc::Sender<(Address, Bytes)>,
+    task: AbortHandle,
+}
+
+/// The packet conversation of a Trojan outbound. See the module docs.
+struct TrojanPackets {
+    dialer: Arc<Dialer>,
+    link: Mutex<Option<Link>>,
+    /// Cloned into every link; held here too so the inbox never reports a close.
+    inbox_tx: mpsc::Sender<(Address, Bytes)>,
+    inbox: Mutex<mpsc::Receiver<(Address, Bytes)>>,
+}
+
+impl PacketConn for TrojanPackets {
+    fn poll_recv_from(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<Address>> {
+        let mut inbox = self.inbox.lock().unwrap_or_else(PoisonError::into_inner);
+        match ready!(inbox.poll_recv(cx)) {
+            Some((from, packet)) => {
+                // Longer than the caller's buffer: truncated, as a UDP socket does.
+                let n = packet.len().min(buf.remaining());
+                buf.put_slice(&packet[..n]);
+                Poll::Ready(Ok(from))
+            }
+            // Unreachable while `inbox_tx` lives in self.
+            None => Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
+        }
+    }
+
+    fn send_to<'a>(
+        &'a self,
+        payload: &'a [u8],
+        destination: &'a Address,
+    ) -> BoxFuture<'a, io::Result<()>> {
+        Box::pin(async move {
+            let packet = Bytes::copy_from_slice(payload);
+            let mut link = self.link.lock().unwrap_or_else(PoisonError::into_inner);
+            let link = match &mut *link {
+                Some(running) if !running.task.is_finished() => running,
+                slot => {
+                    let (queue, outgoing) = mpsc::channel(QUEUE);
+                    let task = tokio::spawn(run_link(
+                        self.dialer.clone(),
+                        outgoing,
+                        self.inbox_tx.clone(),
+                    ))
+                    .abort_handle();
+                    slot.insert(Link { queue, task })
+                }
+            };
+            match link.queue.try_send((destination.clone(), packet)) {
+                Ok(()) => Ok(()),
+                Err(TrySendError::Full(_)) => Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    format!("Trojan UDP queue is full; datagram to {destination} dropped"),
+                )),
+                Err(TrySendError::Closed(_)) => Err(io::Error::new(
+                    io::ErrorKind::NotConnected,
+                    format!(
+                        "Trojan UDP connection failed recently; datagram to {destination} dropped"
+                    ),
+                )),
+            }
+        })
+    }
+}
+
+impl Drop for TrojanPackets {
+    fn drop(&mut self) {
+        let link = self.link.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if let Some(link) = link {
+            link.task.abort();
+        }
+    }
+}
+
+/// Runs the connection until it ends; after a failure it refuses datagrams for
+/// [`REDIAL_PAUSE`] before finishing, so the next datagram opens a fresh one only then.
+async fn run_link(
+    dialer: Arc<Dialer>,
+    mut outgoing: mpsc::Receiver<(Address, Bytes)>,
+    inbox: mpsc::Sender<(Address, Bytes)>,
+) {
+    match carry(&dialer, &mut outgoing, &inbox).await {
+        Ok(()) => debug!(server = %dialer.server, "Trojan UDP connection ended"),
+        Err(e) => {
+            debug!(server = %dialer.server, error = %e, "Trojan UDP connection failed");
+            outgoing.close();
+            drop(outgoing);
+            tokio::time::sleep(REDIAL_PAUSE).await;
+        }
+    }
+}
+
+/// Opens the connection with the first datagram's destination in the request header, then
+/// moves datagrams both ways until either side ends.
+async fn carry(
+    dialer: &Dialer,
+    outgoing: &mut mpsc::Receiver<(Address, Bytes)>,
+    inbox: &mpsc::Sender<(Address, Bytes)>,
+) -> io::Result<()> {
+    let Some((first_to, first)) = outgoing.recv().await else {
+        return Ok(());
+    };
+    let open = dial(
+        &dialer.server,
+        &dialer.layers,
+        dialer.via.as_ref(),
+        &dialer.meta,
+    );
+    let stream = match tokio::time::timeout(DIAL_TIMEOUT, open).await {
+        Ok(stream) => stream?,
+        Err(_) => return Err(io::Error::new(io::ErrorKind::TimedOut, "dial timed out")),
+    };
+    let stream = client::connect(stream, &dialer.hash, &first_to, Command::UdpAssociate);
+    let (mut reader, mut writer) = TrojanPacketStream::new(stream).into_split();
+    // The request header leaves together with the first datagram.
+    writer.send(&first_to, &first).await?;
+    let uplink = async {
+        while let Some((to, packet)) = outgoing.recv().await {
+            writer.send(&to, &packet).await?;
+        }
+        // Every sender is gone: the conversation was dropped.
+        Ok(())
+    };
+    let downlink = async {
+        // The server closing between packets (e.g. its idle timeout) is a normal end; the
+        // next datagram opens a new connection.
+        while let Some(packet) = reader.recv_packet().await? {
+            if inbox.send(packet).await.is_err() {
+                break;
+            }
+        }
+        Ok(())
+    };
+    tokio::select! {
+        r = uplink => r,
+        r = downlink => r,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use skiff_config::StreamPlan;
+    use skiff_proto::trojan::server::{TrojanAccept, TrojanServer, TrojanUser, accept};
+    use std::future::poll_fn;
+    use std::net::SocketAddr;
+    use tokio::net::TcpListener;
+
+    /// A Trojan server that echoes every UDP packet back to its address, and reports each
+    /// connection it accepts.
+    async fn echo_server() -> (SocketAddr, mpsc::UnboundedReceiver<Address>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (events, rx) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let server = TrojanServer::new([(PasswordHash::of("pw"), TrojanUser::default())]);
+            loop {
+                let (tcp, _) = listener.accept().await.unwrap();
+                let server = server.clone();
+                let events = events.clone();
+                tokio::spawn(async move {
+                    let Ok(TrojanAccept::Udp {
+                        destination,
+                        stream,
+                        ..
+                    }) = accept(tcp, &server).await
+                    else {
+                        panic!("not a Trojan UDP request");
+                    };
+                    events.send(destination).unwrap();
+                    let (mut rx, mut tx) = TrojanPacketStream::new(stream).into_split();
+                    while let Ok(Some((to, packet))) = rx.recv_packet().await {
+                        if tx.send(&to, &packet).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        (addr, rx)
+    }
+
+    fn meta() -> Metadata {
+        let any = SocketAddr::from(([127, 0, 0, 1], 1));
+        Metadata::new(Arc::from("test"), any, any)
+    }
+
+    #[tokio::test]
+    async fn one_connection_carries_every_destination() {
+        tokio::time::timeout(Duration::from_secs(30), async {
+            let (server, mut events) = echo_server().await;
+            let outbound = TrojanOutbound {
+                server: Address::Ip(server),
+                hash: PasswordHash::of("pw"),
+                layers: OutboundLayers::build(&StreamPlan::default(), "127.0.0.1").unwrap(),
+                via: None,
+            };
+            let conn = outbound.bind(&meta()).await.unwrap();
+            let destinations: Vec<Address> = (0..20u16)
+                .map(|i| Address::from_host("example.com", 1000 + i))
+                .chain([Address::Ip("10.0.0.1:53".parse().unwrap())])
+                .collect();
+            for round in 0..2u8 {
+                for destination in &destinations {
+                    let payload = [round, destination.port() as u8];
+                    conn.send_to(&payload, destination).await.unwrap();
+                    let mut buf = [0u8; 16];
+                    let mut read = ReadBuf::new(&mut buf);
+                    let from = poll_fn(|cx| conn.poll_recv_from(cx, &mut read))
+                        .await
+                        .unwrap();
+                    assert_eq!((&from, read.filled()), (destination, &payload[..]));
+                }
+            }
+            // One connection, named after the first datagram's destination.
+            assert_eq!(events.recv().await, Some(destinations[0].clone()));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert!(events.try_recv().is_err(), "more than one connection");
+        })
+        .await
+        .unwrap();
+    }
+}
