@@ -5,5 +5,6 @@ pub mod blackhole;
 pub mod freedom;
 pub mod http;
 pub mod proxy_protocol;
+pub mod shadowsocks;
 pub mod socks;
 pub mod vless;
