@@ -8,7 +8,7 @@ use super::cipher::{ChunkDecoder, LENGTH_BLOCK, Step};
 use super::codec::{Decoder, Encoder, session_cipher};
 use super::header;
 use super::method::key_from_password;
-use super::udp2022::{Receiver, Sender, identify};
+use super::udp2022::{PeerKey, Receiver, Sender, identify};
 use super::*;
 
 fn hex(s: &str) -> Vec<u8> {
@@ -185,9 +185,9 @@ fn udp_2022_aes_vector() {
     ));
     assert_eq!(out[..n], want[..]);
 
-    let block = skiff_crypto::shadowsocks::AesBlock::new(&psk).unwrap();
+    let peer = PeerKey::new(method, &psk);
     let mut packet = want.clone();
-    let id = identify(method, Some(&block), None, false, &mut packet).unwrap();
+    let id = identify(&peer, false, &mut packet).unwrap();
     assert_eq!((id.session_id, id.packet_id), (0x0102_0304_0506_0708, 1));
     let mut receiver = Receiver::new(method, &psk, id.session_id);
     let opened = receiver.open(&id, &mut packet, true, TS).unwrap();
@@ -195,7 +195,7 @@ fn udp_2022_aes_vector() {
     assert_eq!(&packet[opened.payload], b"dns");
     // The same packet again is a replay.
     let mut again = want.clone();
-    let id = identify(method, Some(&block), None, false, &mut again).unwrap();
+    let id = identify(&peer, false, &mut again).unwrap();
     assert_eq!(
         receiver.open(&id, &mut again, true, TS),
         Err(SsError::Replay)
@@ -215,20 +215,7 @@ fn udp_2022_round_trip(method: Method, identity: bool) {
         .seal_request(TS, 10, &target, b"query", &mut out)
         .unwrap();
     let mut packet = out[..n].to_vec();
-    let block = method
-        .is_2022_aes()
-        .then(|| skiff_crypto::shadowsocks::AesBlock::new(server_key).unwrap());
-    let chacha = (!method.is_2022_aes()).then(|| {
-        skiff_crypto::AeadKey::new(skiff_crypto::AeadKind::XChaCha20Poly1305, server_key).unwrap()
-    });
-    let id = identify(
-        method,
-        block.as_ref(),
-        chacha.as_ref(),
-        identity,
-        &mut packet,
-    )
-    .unwrap();
+    let id = identify(&PeerKey::new(method, server_key), identity, &mut packet).unwrap();
     assert_eq!(id.session_id, 77);
     if identity {
         assert_eq!(
@@ -249,13 +236,7 @@ fn udp_2022_round_trip(method: Method, identity: bool) {
         .seal_response(TS, 77, &target, b"answer", &mut out)
         .unwrap();
     let mut packet = out[..n].to_vec();
-    let block = method
-        .is_2022_aes()
-        .then(|| skiff_crypto::shadowsocks::AesBlock::new(&upsk).unwrap());
-    let chacha = (!method.is_2022_aes()).then(|| {
-        skiff_crypto::AeadKey::new(skiff_crypto::AeadKind::XChaCha20Poly1305, &upsk).unwrap()
-    });
-    let id = identify(method, block.as_ref(), chacha.as_ref(), false, &mut packet).unwrap();
+    let id = identify(&PeerKey::new(method, &upsk), false, &mut packet).unwrap();
     let mut from_server = Receiver::new(method, &upsk, id.session_id);
     let opened = from_server.open(&id, &mut packet, false, TS - 29).unwrap();
     assert_eq!(opened.client_session_id, Some(77));
@@ -263,20 +244,7 @@ fn udp_2022_round_trip(method: Method, identity: bool) {
     // A request is not a response.
     let n = client.seal_request(TS, 0, &target, b"x", &mut out).unwrap();
     let mut packet = out[..n].to_vec();
-    let block = method
-        .is_2022_aes()
-        .then(|| skiff_crypto::shadowsocks::AesBlock::new(server_key).unwrap());
-    let chacha = (!method.is_2022_aes()).then(|| {
-        skiff_crypto::AeadKey::new(skiff_crypto::AeadKind::XChaCha20Poly1305, server_key).unwrap()
-    });
-    let id = identify(
-        method,
-        block.as_ref(),
-        chacha.as_ref(),
-        identity,
-        &mut packet,
-    )
-    .unwrap();
+    let id = identify(&PeerKey::new(method, server_key), identity, &mut packet).unwrap();
     let mut wrong = Receiver::new(method, &upsk, 77);
     assert_eq!(
         wrong.open(&id, &mut packet, false, TS),

@@ -4,7 +4,7 @@ use skiff_core::Address;
 
 use super::cipher::Step;
 use super::codec::{Decoder, Encoder};
-use super::udp2022::{Receiver, identify};
+use super::udp2022::{PeerKey, Receiver, identify};
 use super::{Method, address, header, udp};
 
 const TS: u64 = 1_700_000_000;
@@ -81,22 +81,10 @@ pub(super) fn fuzz(data: &[u8]) {
         let _ = address::encoded_len(&addr);
     }
     if method.is_2022() {
-        let block = method
-            .is_2022_aes()
-            .then(|| skiff_crypto::shadowsocks::AesBlock::new(&key).expect("AES key"));
-        let chacha = (!method.is_2022_aes()).then(|| {
-            skiff_crypto::AeadKey::new(skiff_crypto::AeadKind::XChaCha20Poly1305, &key)
-                .expect("XChaCha key")
-        });
+        let peer = PeerKey::new(method, &key);
         for identity in [false, true] {
             let mut packet = rest.to_vec();
-            if let Ok(id) = identify(
-                method,
-                block.as_ref(),
-                chacha.as_ref(),
-                identity,
-                &mut packet,
-            ) {
+            if let Ok(id) = identify(&peer, identity, &mut packet) {
                 let mut receiver = Receiver::new(method, &key, id.session_id);
                 for from_client in [true, false] {
                     if let Ok(opened) = receiver.open(&id, &mut packet, from_client, TS) {

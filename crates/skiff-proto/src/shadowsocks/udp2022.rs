@@ -255,18 +255,42 @@ pub struct Identified {
     pub body_at: usize,
 }
 
-/// Reads the session and packet ids of a packet from a client (`from_client`) or server.
-/// AES methods: decrypts the separate header in place with `header_key` (the server's PSK or
-/// iPSK; a client's user PSK for responses) and, with `identity`, reads the identity header.
-/// ChaCha: opens the whole packet with `chacha` (the PSK), in place.
-pub fn identify(
-    method: Method,
-    header_key: Option<&AesBlock>,
-    chacha: Option<&AeadKey>,
-    identity: bool,
-    packet: &mut [u8],
-) -> Result<Identified, SsError> {
-    if let Some(block) = header_key.filter(|_| method.is_2022_aes()) {
+/// The key that opens what identifies a packet: the separate header's AES key (AES methods)
+/// or the PSK of the whole packet (ChaCha). A server's is its PSK (iPSK when multi-user); a
+/// client's, for responses, its user PSK.
+pub struct PeerKey {
+    block: Option<AesBlock>,
+    chacha: Option<AeadKey>,
+}
+
+impl std::fmt::Debug for PeerKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerKey").finish_non_exhaustive()
+    }
+}
+
+impl PeerKey {
+    /// `key` must have the method's key length (checked at config load).
+    pub fn new(method: Method, key: &[u8]) -> PeerKey {
+        if method.is_2022_aes() {
+            PeerKey {
+                block: Some(AesBlock::new(key).expect("2022 AES key")),
+                chacha: None,
+            }
+        } else {
+            PeerKey {
+                block: None,
+                chacha: Some(AeadKey::new(AeadKind::XChaCha20Poly1305, key).expect("32-byte PSK")),
+            }
+        }
+    }
+}
+
+/// Reads the session and packet ids of a packet. AES methods: decrypts the separate header in
+/// place and, with `identity` (multi-user servers), reads the identity header. ChaCha: opens
+/// the whole packet, in place.
+pub fn identify(peer: &PeerKey, identity: bool, packet: &mut [u8]) -> Result<Identified, SsError> {
+    if let Some(block) = &peer.block {
         let extra = if identity { IDENTITY_LEN } else { 0 };
         if packet.len() < SEPARATE_HEADER_LEN + extra + TAG_LEN {
             return Err(SsError::Truncated);
@@ -294,7 +318,7 @@ pub fn identify(
             body_at: SEPARATE_HEADER_LEN + extra,
         });
     }
-    let key = chacha.ok_or(SsError::Auth)?;
+    let key = peer.chacha.as_ref().ok_or(SsError::Auth)?;
     if packet.len() < XNONCE_LEN + SEPARATE_HEADER_LEN + TAG_LEN {
         return Err(SsError::Truncated);
     }
