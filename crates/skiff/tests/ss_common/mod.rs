@@ -209,13 +209,10 @@ pub struct Setup<'a> {
     pub client: Peer,
     pub server: Peer,
     pub method: &'a str,
-    /// What B uses (for 2022 multi-user: `iPSK:uPSK`).
-    pub client_password: String,
-    /// C's settings for Skiff/v2ray (`"method": …, "password": …` or with clients); the
-    /// other peers take `method` and `server_password`.
-    pub server_password: String,
-    /// Extra Skiff/v2ray server settings, e.g. a `clients` list (JSON members, leading comma).
-    pub server_extra: String,
+    pub password: String,
+    /// 2022 multi-user (identity headers): C's key is `password`, this is the user's key;
+    /// B then uses `password:user_key`.
+    pub user_key: Option<String>,
 }
 
 impl Setup<'_> {
@@ -224,14 +221,21 @@ impl Setup<'_> {
             client,
             server,
             method,
-            client_password: password.to_owned(),
-            server_password: password.to_owned(),
-            server_extra: String::new(),
+            password: password.to_owned(),
+            user_key: None,
         }
     }
 
     fn name(&self) -> String {
-        format!("{:?}-{:?}-{}", self.client, self.server, self.method)
+        let eih = if self.user_key.is_some() { "-eih" } else { "" };
+        format!("{:?}-{:?}-{}{eih}", self.client, self.server, self.method)
+    }
+
+    fn client_password(&self) -> String {
+        match &self.user_key {
+            Some(user) => format!("{}:{user}", self.password),
+            None => self.password.clone(),
+        }
     }
 }
 
@@ -276,15 +280,19 @@ fn xray_format(dir: &Path, name: &str, peer: Peer, bin: &Path, config: String) -
 pub fn start_server(setup: &Setup<'_>, bin: &Path, dir: &Path, c: u16) -> Proc {
     let mut proc = match setup.server {
         Peer::Skiff | Peer::V2ray => {
+            let clients = setup
+                .user_key
+                .as_ref()
+                .map(|k| format!(r#", "clients": [{{ "password": "{k}", "email": "user@eih" }}]"#))
+                .unwrap_or_default();
             let config = format!(
                 r#"{{ "log": {{ "loglevel": "{}" }},
   "inbounds": [{{ "listen": "127.0.0.1", "port": {c}, "protocol": "shadowsocks",
-                 "settings": {{ "method": "{}", "password": "{}", "network": "tcp,udp"{} }} }}],
+                 "settings": {{ "method": "{}", "password": "{}", "network": "tcp,udp"{clients} }} }}],
   "outbounds": [{{ "protocol": "freedom" }}] }}"#,
                 loglevel(),
                 setup.method,
-                setup.server_password,
-                setup.server_extra
+                setup.password,
             );
             xray_format(dir, "c", setup.server, bin, config)
         }
@@ -292,7 +300,7 @@ pub fn start_server(setup: &Setup<'_>, bin: &Path, dir: &Path, c: u16) -> Proc {
             let mut cmd = Command::new(bin);
             cmd.args(["-s", "127.0.0.1", "-p", &c.to_string()]).args([
                 "-k",
-                &setup.server_password,
+                &setup.password,
                 "-m",
                 setup.method,
                 "-u",
@@ -303,14 +311,21 @@ pub fn start_server(setup: &Setup<'_>, bin: &Path, dir: &Path, c: u16) -> Proc {
             spawn("ss-server C".into(), cmd, dir.join("c.log"))
         }
         Peer::SsRust => {
+            // A config file: multi-user (identity headers) needs its `users`.
+            let users = setup
+                .user_key
+                .as_ref()
+                .map(|k| format!(r#", "users": [{{ "name": "eih", "password": "{k}" }}]"#))
+                .unwrap_or_default();
+            let config = format!(
+                r#"{{ "servers": [{{ "server": "127.0.0.1", "server_port": {c}, "method": "{}",
+                                  "password": "{}", "mode": "tcp_and_udp"{users} }}] }}"#,
+                setup.method, setup.password
+            );
+            let path = dir.join("c.json");
+            std::fs::write(&path, config).unwrap();
             let mut cmd = Command::new(bin);
-            cmd.args(["-s", &format!("127.0.0.1:{c}")]).args([
-                "-k",
-                &setup.server_password,
-                "-m",
-                setup.method,
-                "-U",
-            ]);
+            cmd.arg("-c").arg(&path);
             spawn("ssserver C".into(), cmd, dir.join("c.log"))
         }
     };
@@ -342,7 +357,7 @@ pub fn start_client(
                 d.port(),
                 if udp { "udp" } else { "tcp" },
                 setup.method,
-                setup.client_password
+                setup.client_password()
             );
             xray_format(dir, "b", setup.client, bin, config)
         }
@@ -350,7 +365,7 @@ pub fn start_client(
             let mut cmd = Command::new(bin);
             cmd.args(["-s", "127.0.0.1", "-p", &c.to_string()])
                 .args(["-b", "127.0.0.1", "-l", &b.to_string()])
-                .args(["-k", &setup.client_password, "-m", setup.method])
+                .args(["-k", &setup.client_password(), "-m", setup.method])
                 .args(["-L", &d.to_string(), "-u"]);
             spawn("ss-tunnel B".into(), cmd, dir.join("b.log"))
         }
@@ -359,7 +374,7 @@ pub fn start_client(
             cmd.args(["-b", &format!("127.0.0.1:{b}"), "--protocol", "tunnel"])
                 .args(["-f", &d.to_string()])
                 .args(["-s", &format!("127.0.0.1:{c}")])
-                .args(["-k", &setup.client_password, "-m", setup.method, "-U"]);
+                .args(["-k", &setup.client_password(), "-m", setup.method, "-U"]);
             spawn("sslocal B".into(), cmd, dir.join("b.log"))
         }
     };
