@@ -37,6 +37,8 @@ fn every_example_loads_cleanly() {
         "http-auth.json",
         "vless-tls-fallback.json",
         "vless-ws-client.json",
+        "shadowsocks-2022-server.json",
+        "shadowsocks-client.json",
     ] {
         assert!(
             names.iter().any(|n| n == required),

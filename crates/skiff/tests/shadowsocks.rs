@@ -2,7 +2,8 @@
 //! and UDP (200 datagrams echoed), xchacha20-ietf-poly1305 included, a multi-user 2022 server
 //! with identity headers; and a server facing replays and probes: a captured request sent
 //! again is refused (its destination never hears of it), garbage gets neither a byte nor a
-//! close while the prober keeps talking. (Stale 2022 timestamps are refused in
+//! close while the prober keeps talking; SOCKS5 UDP ASSOCIATE through a Shadowsocks outbound
+//! reaching two destinations over one association. (Stale 2022 timestamps are refused in
 //! skiff-proto's tests/shadowsocks_io.rs, which can forge them.)
 
 mod ss_common;
@@ -12,7 +13,8 @@ use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
 use ss_common::{
-    Dir, MIB, Peer, Setup, find, free_port, psk, run_tcp, run_udp, start_client, start_server,
+    DATAGRAMS, Dir, Echo, MIB, Peer, Setup, datagram, find, free_port, psk, run_tcp, run_udp,
+    start_client, start_server, wait_bound,
 };
 
 const BULK: u64 = 64 * MIB;
@@ -148,5 +150,104 @@ fn a_replayed_request_is_refused_and_probes_are_drained() {
             s.write_all(b"still talking").unwrap();
         }
         server.assert_alive();
+    }
+}
+
+/// SOCKS5 UDP datagram header for an IPv4 address.
+fn socks_header(to: std::net::SocketAddr) -> Vec<u8> {
+    let std::net::SocketAddr::V4(v4) = to else {
+        panic!("IPv4 only")
+    };
+    let mut out = vec![0, 0, 0, 1];
+    out.extend_from_slice(&v4.ip().octets());
+    out.extend_from_slice(&v4.port().to_be_bytes());
+    out
+}
+
+/// One SOCKS5 UDP association on a Skiff client, its outbound Shadowsocks 2022 to a Skiff
+/// server: datagrams alternate between two echo servers, and every reply must come back
+/// from (and name) the one it was sent to.
+#[test]
+fn socks_udp_through_shadowsocks_reaches_many_destinations() {
+    for method in ["2022-blake3-aes-256-gcm", "aes-128-gcm"] {
+        let setup = Setup::simple(Peer::Skiff, Peer::Skiff, method, &password(method));
+        let dir = Dir::new(&format!("socks-udp-{method}"));
+        let (skiff, _) = find(Peer::Skiff).unwrap();
+        let c = free_port();
+        let _server = start_server(&setup, &skiff, &dir.0, c);
+        let s = free_port();
+        let config = format!(
+            r#"{{ "inbounds": [{{ "listen": "127.0.0.1", "port": {s}, "protocol": "socks",
+                               "settings": {{ "udp": true, "ip": "127.0.0.1" }} }}],
+                 "outbounds": [{{ "protocol": "shadowsocks",
+                                  "settings": {{ "servers": [{{ "address": "127.0.0.1", "port": {c},
+                                                               "method": "{method}", "password": "{}" }}] }} }}] }}"#,
+            password(method)
+        );
+        std::fs::write(dir.0.join("b.json"), config).unwrap();
+        let log = dir.0.join("b.log");
+        let child = std::process::Command::new(&skiff)
+            .args(["run", "-c"])
+            .arg(dir.0.join("b.json"))
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut client = ss_common::Proc {
+            child,
+            what: "skiff SOCKS client".into(),
+            log,
+        };
+        wait_bound(&mut client, s, false);
+
+        let mut control = TcpStream::connect(("127.0.0.1", s)).unwrap();
+        control
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        control.write_all(&[5, 1, 0]).unwrap();
+        let mut greeting = [0u8; 2];
+        control.read_exact(&mut greeting).unwrap();
+        control.write_all(&[5, 3, 0, 1, 0, 0, 0, 0, 0, 0]).unwrap();
+        let mut reply = [0u8; 10];
+        control.read_exact(&mut reply).unwrap();
+        assert_eq!(&reply[..4], &[5, 0, 0, 1], "UDP ASSOCIATE refused");
+        let relay = std::net::SocketAddr::from((
+            [reply[4], reply[5], reply[6], reply[7]],
+            u16::from_be_bytes([reply[8], reply[9]]),
+        ));
+        let echoes = [Echo::start(), Echo::start()];
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(3)))
+            .unwrap();
+        let mut buf = vec![0u8; 65_536];
+        let mut resends = 0;
+        for i in 0..DATAGRAMS {
+            let to = echoes[i % 2].addr;
+            let header = socks_header(to);
+            let want = datagram(i);
+            let packet = [&header[..], &want[..]].concat();
+            let mut echoed = false;
+            'tries: for attempt in 0..3 {
+                resends += usize::from(attempt > 0);
+                socket.send_to(&packet, relay).unwrap();
+                while let Ok((n, _)) = socket.recv_from(&mut buf) {
+                    let (head, body) = buf[..n].split_at(10);
+                    if body == want.as_slice() {
+                        assert_eq!(
+                            head,
+                            header.as_slice(),
+                            "{method}: reply names the wrong source"
+                        );
+                        echoed = true;
+                        break 'tries;
+                    }
+                }
+            }
+            assert!(echoed, "{method}: datagram {i} never came back");
+        }
+        eprintln!("{method}: SOCKS5 UDP to two destinations, {DATAGRAMS} echoed, {resends} resent");
+        client.assert_alive();
+        drop(control);
     }
 }
