@@ -327,3 +327,19 @@ fn unknown_keys_warn_with_their_path() {
         "{warnings:#?}"
     );
 }
+
+#[test]
+fn udp_ignores_stream_settings_with_a_warning() {
+    let (_, warnings) = load(
+        r#"{"inbounds": [{"port": 1, "protocol": "shadowsocks",
+             "settings": {"method": "aes-128-gcm", "password": "p", "network": "tcp,udp"},
+             "streamSettings": {"network": "ws"}}]}"#,
+    )
+    .unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.path == "inbounds[0].streamSettings" && w.message.contains("UDP")),
+        "{warnings:#?}"
+    );
+}
