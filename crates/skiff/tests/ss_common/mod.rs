@@ -124,12 +124,38 @@ pub fn tool(name: &str, paths: &[&str]) -> Option<PathBuf> {
     found
 }
 
-/// A port free on 127.0.0.1 for both TCP and UDP (servers listen on both).
+/// A port free on 127.0.0.1 for both TCP and UDP (servers listen on both), below the
+/// kernel's ephemeral range so no outgoing connection can take it before the server binds
+/// it, and never the same one twice in this process.
 pub fn free_port() -> u16 {
-    for _ in 0..100 {
-        let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = tcp.local_addr().unwrap().port();
-        if UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+    use std::sync::Mutex;
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768);
+    let from = low.saturating_sub(12_000).max(1024);
+    let span = low.saturating_sub(from).max(1);
+    let mut given = GIVEN.lock().unwrap();
+    let mut state = u64::from(std::process::id())
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+        | 1;
+    for _ in 0..500 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let Ok(port) = u16::try_from(from + (state % u64::from(span)) as u32) else {
+            continue;
+        };
+        if given.contains(&port) {
+            continue;
+        }
+        let free = TcpListener::bind(("127.0.0.1", port)).is_ok()
+            && UdpSocket::bind(("127.0.0.1", port)).is_ok();
+        if free {
+            given.push(port);
             return port;
         }
     }
@@ -612,13 +638,13 @@ pub fn run_udp(setup: &Setup<'_>) {
         "{:?} client → {:?} server, {} UDP",
         setup.client, setup.server, setup.method
     );
-    let resends = echo_all(
-        &sockets,
-        SocketAddr::from(([127, 0, 0, 1], b)),
-        DATAGRAMS,
-        &who,
+    let started = Instant::now();
+    let to = SocketAddr::from(([127, 0, 0, 1], b));
+    let resends = echo_all(&sockets, to, DATAGRAMS, &who);
+    eprintln!(
+        "{who}: {DATAGRAMS} datagrams echoed in {:.2?}, {resends} resent",
+        started.elapsed()
     );
-    eprintln!("{who}: {DATAGRAMS} datagrams echoed, {resends} resent");
     client.assert_alive();
     server.assert_alive();
 }
