@@ -5,7 +5,9 @@
 //! are the client's session id (the client may move; replies go to where it last sent from).
 //! Each session has its own outbound packet conversation (routed by its first destination, as
 //! SOCKS5 UDP ASSOCIATE is) and, for 2022, our own random session id and packet counter. A
-//! session ends after the policy's connIdle without traffic; their number is capped.
+//! session ends after the policy's connIdle without traffic (2022: at least 60 s, so a replayed
+//! packet meets either its session's packet-id window or a stale timestamp); their number is
+//! capped.
 //! Packets that do not open are dropped without a word.
 
 use std::collections::HashMap;
@@ -32,6 +34,8 @@ use crate::udp::MAX_UDP_SESSIONS;
 
 /// Largest datagram a UDP socket hands us.
 const DATAGRAM_MAX: usize = 65_535;
+/// 2022 sessions live at least this long (twice the timestamp tolerance).
+const MIN_2022_SESSION: Duration = Duration::from_secs(60);
 /// Room for what a reply adds around the datagram (salt or headers, address, tag).
 const SEAL_ROOM: usize = 512;
 
@@ -182,9 +186,14 @@ pub async fn serve(
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .insert(incoming.key, session.clone());
-                let idle = shared
+                let mut idle = shared
                     .level(session_level(&server, &inbound, incoming.user))
                     .conn_idle;
+                if matches!(incoming.key, SessionKey::Client(_)) {
+                    // A 2022 session outlives the timestamp window (shadowsocks.md §2.5), or a
+                    // packet replayed after it ended would open a fresh packet-id window.
+                    idle = idle.max(MIN_2022_SESSION);
+                }
                 tokio::spawn(replies(
                     session.clone(),
                     socket.clone(),
