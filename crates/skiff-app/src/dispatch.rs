@@ -13,7 +13,7 @@ use skiff_core::{
 };
 use skiff_proto::trojan::server::TrojanAccept;
 use skiff_proto::vless::server::VlessAccept;
-use skiff_proto::{http, socks, trojan, vless};
+use skiff_proto::{http, shadowsocks, socks, trojan, vless};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
@@ -203,6 +203,26 @@ async fn handshake(
                 }
                 Ok(Ok(TrojanAccept::Udp { stream, user, .. })) => {
                     return Ok(Handshake::TrojanUdp { stream, user });
+                }
+                Ok(Err(e)) => Err(e),
+                Err(_) => Err(timed_out()),
+            }
+        }
+        InboundKind::Shadowsocks(server) => {
+            // A refused request is drained inside `accept` until the client gives up; the
+            // handshake timeout bounds that wait (shadowsocks.md §2.4).
+            match timeout(limit, Box::pin(shadowsocks::server::accept(stream, server))).await {
+                Ok(Ok(accepted)) => {
+                    let user = server
+                        .users()
+                        .get(accepted.user)
+                        .and_then(|u| u.email.clone());
+                    Ok(Accepted::Stream {
+                        destination: accepted.destination,
+                        stream: Box::new(accepted.stream),
+                        reply: Reply::None,
+                        user,
+                    })
                 }
                 Ok(Err(e)) => Err(e),
                 Err(_) => Err(timed_out()),

@@ -11,6 +11,7 @@ use skiff_proto::socks::server::SocksServerConfig;
 use crate::stack::InboundLayers;
 use crate::tunnel::TunnelConfig;
 use skiff_config::FallbackPlan;
+use skiff_proto::shadowsocks::server::{ServerUser, ShadowsocksServer};
 use skiff_proto::trojan::codec::PasswordHash;
 use skiff_proto::trojan::server::{TrojanServer, TrojanUser};
 use skiff_proto::vless::server::{VlessServer, VlessUser};
@@ -25,6 +26,7 @@ pub enum InboundKind {
     Tunnel(TunnelConfig),
     Vless(VlessServer),
     Trojan(TrojanServer),
+    Shadowsocks(Arc<ShadowsocksServer>),
 }
 
 pub struct InboundHandler {
@@ -40,7 +42,7 @@ pub struct InboundHandler {
     pub downlink: Arc<Counter>,
     /// This inbound listens on TCP (SOCKS and HTTP always do).
     pub tcp: bool,
-    /// Tunnel inbound with `network` containing udp: listen on UDP too.
+    /// Tunnel or Shadowsocks inbound with `network` containing udp: listen on UDP too.
     pub udp_listener: bool,
 }
 
@@ -113,6 +115,23 @@ impl InboundHandler {
                 true,
                 false,
             ),
+            InboundProtocol::Shadowsocks(ss) => (
+                InboundKind::Shadowsocks(Arc::new(ShadowsocksServer::new(
+                    ss.users
+                        .iter()
+                        .map(|u| ServerUser {
+                            method: u.method,
+                            key: u.key.0.clone(),
+                            email: u.email.clone(),
+                            level: u.level,
+                        })
+                        .collect(),
+                    ss.identity_key.as_ref().map(|k| k.0.clone()),
+                ))),
+                ss.users.first().map_or(0, |u| u.level),
+                ss.network.tcp,
+                ss.network.udp,
+            ),
         };
         let layers = InboundLayers::build(&plan.stream)
             .map_err(|e| format!("inbound `{}`: {e}", plan.tag))?;
@@ -136,6 +155,7 @@ impl InboundHandler {
             InboundKind::Tunnel(_) => "tunnel",
             InboundKind::Vless(_) => "vless",
             InboundKind::Trojan(_) => "trojan",
+            InboundKind::Shadowsocks(_) => "shadowsocks",
         }
     }
 }

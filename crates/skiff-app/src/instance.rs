@@ -94,10 +94,8 @@ impl Running {
                             shutdown.subscribe(),
                         )));
                     }
-                    if inbound.udp_listener
-                        && let InboundKind::Tunnel(tunnel) = &inbound.kind
-                    {
-                        // A tunnel listening on port 0 for both networks shares one port.
+                    if inbound.udp_listener {
+                        // An inbound listening on port 0 for both networks shares one port.
                         let udp_addr = listeners
                             .last()
                             .filter(|l| inbound.tcp && port == 0 && l.tag == *inbound.tag)
@@ -113,19 +111,37 @@ impl Running {
                             network: Network::Udp,
                             address: local,
                         });
-                        let Some(destination) = tunnel.destination.clone() else {
-                            return Err(io::Error::new(
-                                io::ErrorKind::InvalidInput,
-                                format!("inbound `{}`: UDP needs a fixed address", inbound.tag),
-                            ));
-                        };
-                        tasks.push(tokio::spawn(udp::serve_tunnel(
-                            shared.clone(),
-                            inbound.clone(),
-                            Arc::new(socket),
-                            destination,
-                            shutdown.subscribe(),
-                        )));
+                        let socket = Arc::new(socket);
+                        match &inbound.kind {
+                            InboundKind::Tunnel(tunnel) => {
+                                let Some(destination) = tunnel.destination.clone() else {
+                                    return Err(io::Error::new(
+                                        io::ErrorKind::InvalidInput,
+                                        format!(
+                                            "inbound `{}`: UDP needs a fixed address",
+                                            inbound.tag
+                                        ),
+                                    ));
+                                };
+                                tasks.push(tokio::spawn(udp::serve_tunnel(
+                                    shared.clone(),
+                                    inbound.clone(),
+                                    socket,
+                                    destination,
+                                    shutdown.subscribe(),
+                                )));
+                            }
+                            InboundKind::Shadowsocks(server) => {
+                                tasks.push(tokio::spawn(crate::ss_udp::serve(
+                                    shared.clone(),
+                                    inbound.clone(),
+                                    socket,
+                                    server.clone(),
+                                    shutdown.subscribe(),
+                                )));
+                            }
+                            _ => {}
+                        }
                     }
                 }
             }

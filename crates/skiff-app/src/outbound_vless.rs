@@ -51,7 +51,7 @@ pub struct VlessOutbound {
 }
 
 /// Reaches the VLESS server: TCP (or the chained outbound), without the transport layers.
-async fn dial(
+pub(crate) async fn dial(
     server: &Address,
     via: Option<&Arc<dyn Outbound>>,
     meta: &Metadata,

@@ -6,9 +6,11 @@ use std::sync::Arc;
 
 use skiff_config::{FreedomDomainStrategy, OutboundPlan, OutboundProtocol};
 use skiff_core::{Address, Counter, Outbound, Stats};
+use skiff_proto::shadowsocks::client::ClientConfig;
 use skiff_proto::trojan::codec::PasswordHash;
 use skiff_proto::vless::user::UserId;
 
+use crate::outbound_shadowsocks::ShadowsocksOutbound;
 use crate::outbound_trojan::TrojanOutbound;
 use crate::outbound_vless::VlessOutbound;
 use crate::stack::OutboundLayers;
@@ -83,6 +85,16 @@ fn make(plan: &OutboundPlan, via: Option<Arc<dyn Outbound>>) -> Result<Arc<dyn O
             server: Address::from_host(&t.address, t.port),
             hash: PasswordHash::of(&t.password),
             layers: OutboundLayers::build(&plan.stream, &t.address)?,
+            via,
+        }),
+        OutboundProtocol::Shadowsocks(ss) => Arc::new(ShadowsocksOutbound {
+            server: Address::from_host(&ss.address, ss.port),
+            config: ClientConfig {
+                method: ss.method,
+                key: ss.key.0.clone(),
+                identity_keys: ss.identity_keys.iter().map(|k| k.0.clone()).collect(),
+            },
+            layers: OutboundLayers::build(&plan.stream, &ss.address)?,
             via,
         }),
     })

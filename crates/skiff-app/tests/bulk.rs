@@ -157,9 +157,11 @@ async fn vless_over_raw_tcp_splices_both_ways_on_both_sides() {
                 2 * BULK,
                 "{side}: every byte relayed once"
             );
-            // A few 64 KiB buffers before each direction turns raw, then the kernel.
+            // The first buffers go through user space until each direction turns raw (how
+            // many depends on scheduling: up to ~7 MiB seen on a loaded machine), then the
+            // kernel carries the rest.
             assert!(
-                copied <= 4 * MIB,
+                copied <= 32 * MIB,
                 "{side}: {copied} bytes copied, {spliced} spliced"
             );
         }

@@ -13,6 +13,9 @@ pub enum Kind {
     /// B: dokodemo-door → Trojan out; C: Trojan in → freedom; always over TLS, optionally
     /// with WebSocket between (trojan-gfw speaks only the plain-TLS form).
     Trojan { ws: bool },
+    /// B: a port forward into Shadowsocks (dokodemo-door → shadowsocks out, ss-tunnel,
+    /// sslocal's tunnel); C: a Shadowsocks server → freedom. Raw TCP.
+    Shadowsocks { method: &'static str },
 }
 
 impl Kind {
@@ -82,6 +85,27 @@ pub const ALL: &[Combination] = &[
         about: "Trojan over WebSocket with TLS",
         kind: Kind::Trojan { ws: true },
     },
+    Combination {
+        name: "ss-aes-128-gcm",
+        about: "Shadowsocks AEAD aes-128-gcm over raw TCP",
+        kind: Kind::Shadowsocks {
+            method: "aes-128-gcm",
+        },
+    },
+    Combination {
+        name: "ss-chacha20",
+        about: "Shadowsocks AEAD chacha20-ietf-poly1305 over raw TCP",
+        kind: Kind::Shadowsocks {
+            method: "chacha20-ietf-poly1305",
+        },
+    },
+    Combination {
+        name: "ss-2022",
+        about: "Shadowsocks 2022 (2022-blake3-aes-128-gcm) over raw TCP",
+        kind: Kind::Shadowsocks {
+            method: "2022-blake3-aes-128-gcm",
+        },
+    },
 ];
 
 /// The combinations whose name matches any of the comma-separated `filter` words (substring
@@ -122,6 +146,9 @@ mod tests {
         let names: Vec<_> = select(Some("trojan")).iter().map(|c| c.name).collect();
         assert_eq!(names, ["trojan-tls", "trojan-ws-tls"]);
         assert!(select(Some("trojan-tls")).iter().all(|c| c.kind.tls()));
+        assert_eq!(select(Some("ss-aes-128-gcm,ss-chacha20,ss-2022")).len(), 3);
+        let names: Vec<_> = select(Some("ss-2022")).iter().map(|c| c.name).collect();
+        assert_eq!(names, ["ss-2022"]);
         assert!(select(Some("nothing-like-this")).is_empty());
     }
 }

@@ -41,7 +41,8 @@ const PEERS: &[(&str, Flavor, &str, &str)] = &[
     ("v2ray", Flavor::V2ray, "v2ray", "v2ray"),
     ("sing-box", Flavor::SingBox, "sing-box", "sing-box"),
     ("trojan", Flavor::Trojan, "trojan", "trojan"),
-    ("ss-libev", Flavor::SsLibev, "ss-local", "ss-server"),
+    // B is a port forward: ss-tunnel (its target comes from the config's tunnel_address).
+    ("ss-libev", Flavor::SsLibev, "ss-tunnel", "ss-server"),
     ("ss-rust", Flavor::SsRust, "sslocal", "ssserver"),
     ("kcptun", Flavor::Kcptun, "kcptun-client", "kcptun-server"),
 ];
@@ -332,6 +333,92 @@ fn trojan_gfw(role: Role, hops: &Hops) -> Option<Value> {
     })
 }
 
+/// The password every Shadowsocks bench row uses: a 16-byte base64 key for 2022 (which takes
+/// keys, not passwords), a plain password otherwise.
+fn ss_password(method: &str) -> &'static str {
+    if method.starts_with("2022-") {
+        "c2tpZmYgYmVuY2gga2V5IQ=="
+    } else {
+        "skiff-bench-password"
+    }
+}
+
+/// B: dokodemo-door on `listen` to `d`, carried by Shadowsocks to C at `c`.
+fn xray_ss_client(listen: SocketAddr, d: SocketAddr, c: SocketAddr, method: &str) -> Value {
+    json!({
+        "log": { "loglevel": "warning", "access": "none" },
+        "inbounds": [dokodemo(listen, d)],
+        "outbounds": [{
+            "tag": "to-c",
+            "protocol": "shadowsocks",
+            "settings": { "servers": [{
+                "address": c.ip().to_string(),
+                "port": c.port(),
+                "method": method,
+                "password": ss_password(method)
+            }] }
+        }]
+    })
+}
+
+/// C: Shadowsocks in on `listen`, freedom out.
+fn xray_ss_server(listen: SocketAddr, method: &str) -> Value {
+    json!({
+        "log": { "loglevel": "warning", "access": "none" },
+        "inbounds": [{
+            "tag": "bench-in",
+            "listen": listen.ip().to_string(),
+            "port": listen.port(),
+            "protocol": "shadowsocks",
+            "settings": { "method": method, "password": ss_password(method), "network": "tcp" }
+        }],
+        "outbounds": [freedom()]
+    })
+}
+
+/// shadowsocks-libev: ss-tunnel (B) forwarding to `d` through C, or ss-server (C).
+fn ss_libev(role: Role, hops: &Hops, method: &str) -> Value {
+    let mut config = json!({
+        "server": hops.c_listen.ip().to_string(),
+        "server_port": hops.c_listen.port(),
+        "password": ss_password(method),
+        "method": method,
+        "mode": "tcp_only",
+        "timeout": 300
+    });
+    if role == Role::Client {
+        config["local_address"] = json!(hops.b_listen.ip().to_string());
+        config["local_port"] = json!(hops.b_listen.port());
+        config["tunnel_address"] = json!(hops.d.to_string());
+    }
+    config
+}
+
+/// shadowsocks-rust: sslocal with a tunnel local (B), or ssserver (C).
+fn ss_rust(role: Role, hops: &Hops, method: &str) -> Value {
+    let server = json!({
+        "server": hops.c_listen.ip().to_string(),
+        "server_port": hops.c_listen.port(),
+        "password": ss_password(method),
+        "method": method,
+        "mode": "tcp_only"
+    });
+    match role {
+        Role::Server => json!({ "servers": [server] }),
+        Role::Client => json!({
+            "servers": [server],
+            "locals": [{
+                "protocol": "tunnel",
+                "local_address": hops.b_listen.ip().to_string(),
+                "local_port": hops.b_listen.port(),
+                "forward_address": hops.d.ip().to_string(),
+                "forward_port": hops.d.port(),
+                "mode": "tcp_only"
+            }]
+        }),
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
     Client,
@@ -349,6 +436,26 @@ impl Implementation {
                 self.flavor,
                 Flavor::Skiff | Flavor::Xray | Flavor::V2ray | Flavor::Trojan
             ),
+            Kind::Shadowsocks { method } => match self.flavor {
+                Flavor::Skiff | Flavor::Xray | Flavor::SsRust => true,
+                // Neither v2ray 4.34 nor shadowsocks-libev speaks 2022.
+                Flavor::V2ray | Flavor::SsLibev => !method.starts_with("2022-"),
+                Flavor::SingBox | Flavor::Trojan | Flavor::Kcptun => false,
+            },
+        }
+    }
+
+    /// Why this implementation cannot measure `mode` at all, if it cannot: the row then shows
+    /// the reason instead of a transfer error.
+    pub fn cannot_measure(&self, mode: crate::traffic::Mode) -> Option<&'static str> {
+        use crate::traffic::Mode;
+        match (self.flavor, mode) {
+            // ss-libev closes both directions at the first FIN (no TCP half-close), so the
+            // sink's byte count after an upload never comes back.
+            (Flavor::SsLibev, Mode::Upload | Mode::Both) => Some(
+                "ss-libev has no TCP half-close (the first FIN closes both ways): measure it with -d download",
+            ),
+            _ => None,
         }
     }
 
@@ -379,6 +486,14 @@ impl Implementation {
                 }
             }
             (Kind::Trojan { ws: false }, Flavor::Trojan) => trojan_gfw(role, hops)?,
+            (Kind::Shadowsocks { method }, Flavor::Skiff | Flavor::Xray | Flavor::V2ray) => {
+                match role {
+                    Role::Client => xray_ss_client(hops.b_listen, hops.d, hops.c_listen, method),
+                    Role::Server => xray_ss_server(hops.c_listen, method),
+                }
+            }
+            (Kind::Shadowsocks { method }, Flavor::SsLibev) => ss_libev(role, hops, method),
+            (Kind::Shadowsocks { method }, Flavor::SsRust) => ss_rust(role, hops, method),
             _ => return None,
         };
         serde_json::to_string_pretty(&value).ok()
@@ -563,6 +678,49 @@ mod tests {
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
         assert_eq!(args, ["-c", "/tmp/b.json"]);
+    }
+
+    #[test]
+    fn shadowsocks_peers_get_their_own_configs() {
+        let ss = |name, flavor| Implementation {
+            name,
+            flavor,
+            client: "c".into(),
+            server: "s".into(),
+            version: String::new(),
+        };
+        let libev = ss("ss-libev", Flavor::SsLibev);
+        let rust = ss("ss-rust", Flavor::SsRust);
+        let v2 = ss("v2ray", Flavor::V2ray);
+        let find = |n: &str| ALL.iter().find(|c| c.name == n).unwrap();
+        let (aes, ss2022) = (find("ss-aes-128-gcm"), find("ss-2022"));
+        assert!(libev.supports(aes) && !libev.supports(ss2022));
+        assert!(v2.supports(aes) && !v2.supports(ss2022));
+        assert!(rust.supports(aes) && rust.supports(ss2022));
+        let b: Value =
+            serde_json::from_str(&libev.config(aes, Role::Client, &hops()).unwrap()).unwrap();
+        assert_eq!(b["tunnel_address"], "127.0.0.1:1003");
+        assert_eq!(b["local_port"], 1001);
+        assert_eq!(b["server_port"], 1002);
+        assert_eq!(b["method"], "aes-128-gcm");
+        let c: Value =
+            serde_json::from_str(&libev.config(aes, Role::Server, &hops()).unwrap()).unwrap();
+        assert!(c.get("tunnel_address").is_none());
+        let b: Value =
+            serde_json::from_str(&rust.config(ss2022, Role::Client, &hops()).unwrap()).unwrap();
+        assert_eq!(b["locals"][0]["protocol"], "tunnel");
+        assert_eq!(b["locals"][0]["forward_port"], 1003);
+        assert_eq!(b["servers"][0]["method"], "2022-blake3-aes-128-gcm");
+        let args: Vec<_> = libev
+            .command(Role::Client, Path::new("/tmp/b.json"))
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(args, ["-c", "/tmp/b.json"]);
+        use crate::traffic::Mode;
+        assert!(libev.cannot_measure(Mode::Upload).is_some());
+        assert!(libev.cannot_measure(Mode::Download).is_none());
+        assert!(rust.cannot_measure(Mode::Upload).is_none());
     }
 
     #[test]

@@ -97,6 +97,10 @@ pub fn run_row(
         summary: Default::default(),
         error: None,
     };
+    if let Some(why) = imp.and_then(|i| i.cannot_measure(opts.mode)) {
+        row.error = Some(why.to_string());
+        return row;
+    }
     let extra = measure(combo, imp, opts, place, workdir, progress, &mut row.samples);
     row.summary = summarize(&row.samples);
     match extra {

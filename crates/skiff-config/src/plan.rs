@@ -67,6 +67,7 @@ pub enum InboundProtocol {
     Tunnel(TunnelInbound),
     Vless(VlessInbound),
     Trojan(TrojanInbound),
+    Shadowsocks(ShadowsocksInbound),
 }
 
 impl InboundProtocol {
@@ -138,6 +139,7 @@ pub enum OutboundProtocol {
     Blackhole(BlackholeOutbound),
     Vless(VlessOutbound),
     Trojan(TrojanOutbound),
+    Shadowsocks(ShadowsocksOutbound),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -382,6 +384,54 @@ impl std::fmt::Debug for TrojanOutbound {
             .field("level", &self.level)
             .finish()
     }
+}
+
+pub use skiff_proto::shadowsocks::Method as ShadowsocksMethod;
+
+/// Shadowsocks inbound `settings`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShadowsocksInbound {
+    /// Never empty. AEAD-2017: every user with its own method (a request is tried against
+    /// each). 2022: the one PSK, or with `identity_key` the users' keys (uPSK).
+    pub users: Vec<ShadowsocksUser>,
+    /// 2022 multi-user (AES methods): the server's key (`settings.password`); clients name
+    /// their user with identity headers (SIP023).
+    pub identity_key: Option<ShadowsocksKey>,
+    /// `network`, default "tcp" (as Xray): "tcp,udp" listens on UDP too.
+    pub network: Networks,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShadowsocksUser {
+    pub method: ShadowsocksMethod,
+    /// AEAD-2017: EVP_BytesToKey of the password; 2022: the base64-decoded PSK.
+    pub key: ShadowsocksKey,
+    /// `email`; "" is None.
+    pub email: Option<String>,
+    pub level: u32,
+}
+
+/// Key bytes; Debug never shows them.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ShadowsocksKey(pub Vec<u8>);
+
+impl std::fmt::Debug for ShadowsocksKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<{}-byte key>", self.0.len())
+    }
+}
+
+/// Shadowsocks outbound `settings` (one server).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShadowsocksOutbound {
+    pub address: String,
+    pub port: u16,
+    pub method: ShadowsocksMethod,
+    /// The user key (the last of a 2022 `iPSK:…:uPSK` list).
+    pub key: ShadowsocksKey,
+    /// 2022 identity keys in front of the user key (SIP023); empty for single-user servers.
+    pub identity_keys: Vec<ShadowsocksKey>,
+    pub level: u32,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

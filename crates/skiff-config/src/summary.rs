@@ -213,6 +213,11 @@ impl Display for Inbound<'_> {
                 }
                 ("trojan", notes)
             }
+            InboundProtocol::Shadowsocks(ss) => {
+                let mut notes = vec![ss_users(ss)];
+                notes.push(networks(ss.network).to_owned());
+                ("shadowsocks", notes)
+            }
         };
         notes.extend(stream(&ib.stream));
         if ib.sniffing {
@@ -227,6 +232,30 @@ impl Display for Inbound<'_> {
             notes.join(", ")
         )
     }
+}
+
+fn ss_users(ss: &crate::plan::ShadowsocksInbound) -> String {
+    let shown: Vec<String> = ss
+        .users
+        .iter()
+        .map(|u| {
+            let mut s = u.method.name().to_owned();
+            if let Some(email) = &u.email {
+                s.push_str(&format!(" {email}"));
+            }
+            if u.level != 0 {
+                s.push_str(&format!(" level {}", u.level));
+            }
+            s
+        })
+        .collect();
+    let noun = if shown.len() == 1 { "user" } else { "users" };
+    let identity = if ss.identity_key.is_some() {
+        ", identity headers"
+    } else {
+        ""
+    };
+    format!("{} {noun} ({}){identity}", shown.len(), shown.join(", "))
 }
 
 fn clients(list: &[VlessClient]) -> String {
@@ -415,6 +444,20 @@ impl Display for Outbound<'_> {
                 }
                 if t.level != 0 {
                     write!(f, ", level {}", t.level)?;
+                }
+            }
+            OutboundProtocol::Shadowsocks(ss) => {
+                let host = if ss.address.contains(':') {
+                    format!("[{}]", ss.address)
+                } else {
+                    ss.address.clone()
+                };
+                write!(f, "shadowsocks to {host}:{}, {}", ss.port, ss.method)?;
+                if !ss.identity_keys.is_empty() {
+                    write!(f, ", {} identity key(s)", ss.identity_keys.len())?;
+                }
+                if ss.level != 0 {
+                    write!(f, ", level {}", ss.level)?;
                 }
             }
         }

@@ -38,6 +38,8 @@ fn every_example_loads_cleanly() {
         "vless-tls-fallback.json",
         "vless-ws-client.json",
         "trojan-tls-fallback.json",
+        "shadowsocks-2022-server.json",
+        "shadowsocks-client.json",
     ] {
         assert!(
             names.iter().any(|n| n == required),

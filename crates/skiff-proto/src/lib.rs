@@ -5,6 +5,7 @@ pub mod blackhole;
 pub mod freedom;
 pub mod http;
 pub mod proxy_protocol;
+pub mod shadowsocks;
 pub mod socks;
 pub mod trojan;
 pub mod vless;

@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use super::unique_tags::UniqueTags;
 use super::{error_count, lower, protocols, stream};
 use crate::diag::Diagnostic;
-use crate::plan::{InboundPlan, StreamNetwork};
+use crate::plan::{InboundPlan, InboundProtocol, StreamNetwork, StreamPlan};
 use crate::raw::Item;
 use crate::raw::bounds::{RawAllocate, RawInbound, RawSniffing};
 use crate::source::Loc;
@@ -62,6 +62,14 @@ fn build_inbound(item: &Item<RawInbound>, diags: &mut Vec<Diagnostic>) -> Option
                 .key("fallbacks")
                 .error("fallbacks need a raw TCP inbound (streamSettings network \"tcp\"/\"raw\")"),
         );
+    }
+    if let Some(InboundProtocol::Shadowsocks(ss)) = &protocol
+        && ss.network.udp
+        && stream != StreamPlan::default()
+    {
+        diags.push(loc.key("streamSettings").warning(
+            "applies to Shadowsocks over TCP only: its UDP is plain UDP on the same port",
+        ));
     }
     if error_count(diags) > errors_before {
         return None;

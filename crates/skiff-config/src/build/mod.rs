@@ -108,3 +108,6 @@ mod tests;
 mod tests_trojan;
 #[cfg(test)]
 mod tests_vless;
+
+#[cfg(test)]
+mod tests_shadowsocks;

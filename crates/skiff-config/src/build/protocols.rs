@@ -22,18 +22,12 @@ use crate::source::Loc;
 
 mod common;
 mod fallbacks;
+mod shadowsocks;
 mod trojan;
 mod vless;
 
 /// Xray protocols skiff does not implement yet (either direction).
-const NOT_YET: &[&str] = &[
-    "vmess",
-    "shadowsocks",
-    "wireguard",
-    "hysteria",
-    "hysteria2",
-    "mtproto",
-];
+const NOT_YET: &[&str] = &["vmess", "wireguard", "hysteria", "hysteria2", "mtproto"];
 const INBOUND_ONLY: &[&str] = &["dokodemo-door", "tunnel", "tun"];
 const OUTBOUND_ONLY: &[&str] = &["freedom", "blackhole", "dns", "loopback"];
 
@@ -84,6 +78,8 @@ pub fn inbound_protocol(
             .map(InboundProtocol::Vless),
         "trojan" => trojan::inbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
             .map(InboundProtocol::Trojan),
+        "shadowsocks" => shadowsocks::inbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
+            .map(InboundProtocol::Shadowsocks),
         n if NOT_YET.contains(&n) || n == "tun" => {
             diags.push(not_supported(n, loc));
             None
@@ -119,6 +115,8 @@ pub fn outbound_protocol(
             .map(OutboundProtocol::Vless),
         "trojan" => trojan::outbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
             .map(OutboundProtocol::Trojan),
+        "shadowsocks" => shadowsocks::outbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
+            .map(OutboundProtocol::Shadowsocks),
         n if NOT_YET.contains(&n) || ["socks", "http", "dns", "loopback"].contains(&n) => {
             diags.push(not_supported(n, loc));
             None

@@ -170,3 +170,49 @@ pub struct RawTrojanServer {
     pub level: Option<i64>,
     pub flow: Option<String>,
 }
+
+/// Shadowsocks inbound `settings`: one user in `method`/`password`/`email`/`level`, or several
+/// in `clients` (`users` is Xray's other name for it).
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct ShadowsocksInboundSettings {
+    pub method: Option<String>,
+    pub password: Option<String>,
+    pub level: Option<i64>,
+    pub email: Option<String>,
+    pub clients: Option<Vec<RawShadowsocksUser>>,
+    pub users: Option<Vec<RawShadowsocksUser>>,
+    pub network: Option<StringList>,
+}
+
+/// A Shadowsocks inbound client. `address`/`port` make it a 2022 relay destination in Xray.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RawShadowsocksUser {
+    pub method: Option<String>,
+    pub password: Option<String>,
+    pub level: Option<i64>,
+    pub email: Option<String>,
+    pub address: Option<Value>,
+    pub port: Option<Value>,
+}
+
+/// Shadowsocks outbound `settings`: `servers`, or the flat form directly in `settings`.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct ShadowsocksOutboundSettings {
+    pub servers: Option<Vec<RawShadowsocksServer>>,
+    pub address: Option<String>,
+    pub port: Option<i64>,
+    pub method: Option<String>,
+    pub password: Option<String>,
+    pub level: Option<i64>,
+    pub email: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RawShadowsocksServer {
+    pub address: Option<String>,
+    pub port: Option<i64>,
+    pub method: Option<String>,
+    pub password: Option<String>,
+    pub level: Option<i64>,
+    pub email: Option<String>,
+}
