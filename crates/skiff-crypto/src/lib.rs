@@ -9,6 +9,7 @@ pub mod aead;
 pub mod hash;
 pub mod kdf;
 pub mod nonce;
+pub mod vmess;
 mod xchacha;
 
 pub use aead::{AeadKey, AeadKind, OpenError, TAG_LEN};
