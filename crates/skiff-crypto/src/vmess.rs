@@ -54,48 +54,55 @@ fn nested(keys: &[&[u8]], message: &[&[u8]]) -> [u8; 32] {
     nested(below, &[&opad, &inner])
 }
 
-/// AES-128 on single 16-byte blocks (ECB, no padding): how a VMess auth ID is sealed under
-/// `KDF16(CmdKey, "AES Auth ID Encryption")`. Holds the expanded key schedules, so a server
-/// keeps one per user and pays one block operation per try.
-pub struct AuthIdCipher {
-    encrypt: EncryptingKey,
-    decrypt: DecryptingKey,
+/// The auth ID's AES-128 key for a user's command key (`MD5(UUID || magic)`).
+fn auth_id_key(cmd_key: &[u8; 16]) -> UnboundCipherKey {
+    let key = kdf16(cmd_key, &[b"AES Auth ID Encryption"]);
+    UnboundCipherKey::new(&AES_128, &key).expect("16-byte AES-128 key")
 }
 
-impl std::fmt::Debug for AuthIdCipher {
+/// Seals auth IDs: AES-128 on one 16-byte block (ECB, no padding) under
+/// `KDF16(CmdKey, "AES Auth ID Encryption")`. A client keeps one per user.
+pub struct AuthIdSealer(EncryptingKey);
+
+/// Opens auth IDs (the inverse of [`AuthIdSealer`]). A server keeps one per user, with only
+/// the decryption key schedule, and pays one block decryption per try.
+pub struct AuthIdOpener(DecryptingKey);
+
+impl std::fmt::Debug for AuthIdSealer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AuthIdCipher(..)")
+        f.write_str("AuthIdSealer(..)")
     }
 }
 
-impl AuthIdCipher {
-    /// The cipher for a user's command key (`MD5(UUID || magic)`).
-    pub fn for_cmd_key(cmd_key: &[u8; 16]) -> AuthIdCipher {
-        let key = kdf16(cmd_key, &[b"AES Auth ID Encryption"]);
-        AuthIdCipher::new(&key)
+impl std::fmt::Debug for AuthIdOpener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AuthIdOpener(..)")
     }
+}
 
-    /// A cipher with a raw 16-byte AES key.
-    pub fn new(key: &[u8; 16]) -> AuthIdCipher {
-        let unbound = || UnboundCipherKey::new(&AES_128, key).expect("16-byte AES-128 key");
-        AuthIdCipher {
-            encrypt: EncryptingKey::ecb(unbound()).expect("AES-128 supports ECB"),
-            decrypt: DecryptingKey::ecb(unbound()).expect("AES-128 supports ECB"),
-        }
+impl AuthIdSealer {
+    pub fn for_cmd_key(cmd_key: &[u8; 16]) -> AuthIdSealer {
+        AuthIdSealer(EncryptingKey::ecb(auth_id_key(cmd_key)).expect("AES-128 supports ECB"))
     }
 
     /// Encrypts one block in place.
     pub fn encrypt_block(&self, block: &mut [u8; 16]) {
         // ECB on exactly one block cannot fail: the length is a multiple of the block size
         // and ECB takes no IV.
-        self.encrypt
+        self.0
             .encrypt(block)
             .expect("AES-128-ECB on one whole block");
+    }
+}
+
+impl AuthIdOpener {
+    pub fn for_cmd_key(cmd_key: &[u8; 16]) -> AuthIdOpener {
+        AuthIdOpener(DecryptingKey::ecb(auth_id_key(cmd_key)).expect("AES-128 supports ECB"))
     }
 
     /// Decrypts one block in place.
     pub fn decrypt_block(&self, block: &mut [u8; 16]) {
-        self.decrypt
+        self.0
             .decrypt(block, aws_lc_rs::cipher::DecryptionContext::None)
             .expect("AES-128-ECB on one whole block");
     }
@@ -161,12 +168,11 @@ mod tests {
             kdf16(&cmd_key, &[b"AES Auth ID Encryption"]).to_vec(),
             hex("1415ba74ca8b3d041a8f583fb4116315")
         );
-        let cipher = AuthIdCipher::for_cmd_key(&cmd_key);
         let plain: [u8; 16] = hex("000000006553f10001020304b85575f7").try_into().unwrap();
         let mut block = plain;
-        cipher.encrypt_block(&mut block);
+        AuthIdSealer::for_cmd_key(&cmd_key).encrypt_block(&mut block);
         assert_eq!(block.to_vec(), hex("4774fe5cc901ea4f81f2159909767a36"));
-        cipher.decrypt_block(&mut block);
+        AuthIdOpener::for_cmd_key(&cmd_key).decrypt_block(&mut block);
         assert_eq!(block, plain);
     }
 
