@@ -8,3 +8,4 @@ pub mod http;
 pub mod proxy_protocol;
 pub mod socks;
 pub mod vless;
+pub mod vmess;
