@@ -11,6 +11,8 @@ use skiff_core::{
     Accepted, Address, BoxFuture, BoxStream, ConnectOutcome, Connector, Counted, DirectionCounters,
     Metadata, Network, Prefixed, ProxyStream, RelayCounters, RelayEnd, Reply, relay,
 };
+use skiff_proto::datagram::{BoxDatagramRecv, BoxDatagramSend};
+use skiff_proto::vless::packet::VlessPacketStream;
 use skiff_proto::vless::server::VlessAccept;
 use skiff_proto::{http, socks, vless};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -23,7 +25,7 @@ use crate::inbound::{InboundHandler, InboundKind};
 use crate::shared::Shared;
 use crate::stack::{LayerSession, Layered};
 use crate::udp;
-use crate::vless_udp;
+use crate::udp_stream;
 
 /// How long an outbound connect may take, as Go's default dialer roughly allows.
 const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -46,13 +48,13 @@ pub async fn serve_tcp(
             fall_back(&shared, &inbound, &meta, stream, &session).await;
             return;
         }
-        Ok(Handshake::VlessUdp {
+        Ok(Handshake::StreamUdp {
             destination,
-            stream,
+            halves,
             user,
         }) => {
             meta.user = user.map(Arc::from);
-            vless_udp::serve(&shared, &inbound, meta, destination, stream).await;
+            udp_stream::serve(&shared, &inbound, meta, destination, halves).await;
             return;
         }
         Err(e) if e.kind() == io::ErrorKind::TimedOut => {
@@ -97,10 +99,11 @@ enum Handshake {
     /// Not a valid request for a known user: try the inbound's fallbacks with this stream,
     /// which replays every byte read so far.
     Fallback(BoxStream),
-    /// A VLESS UDP request (command 0x02): length-prefixed datagrams to one destination.
-    VlessUdp {
+    /// A UDP request carried in the protocol's stream (VLESS/VMess command 0x02): datagrams
+    /// to one destination, through these halves.
+    StreamUdp {
         destination: Address,
-        stream: BoxStream,
+        halves: (BoxDatagramRecv, BoxDatagramSend),
         user: Option<String>,
     },
 }
@@ -164,9 +167,10 @@ async fn handshake(
                     stream,
                     user,
                 })) => {
-                    return Ok(Handshake::VlessUdp {
+                    let (reader, writer) = VlessPacketStream::new(stream).into_split();
+                    return Ok(Handshake::StreamUdp {
                         destination,
-                        stream,
+                        halves: (Box::new(reader), Box::new(writer)),
                         user,
                     });
                 }

@@ -2,6 +2,7 @@
 //! outbound → relay), UDP sessions, access log and graceful shutdown.
 
 mod access_log;
+mod dial;
 mod dispatch;
 mod fallback;
 mod inbound;
@@ -12,7 +13,8 @@ mod shared;
 mod stack;
 mod tunnel;
 mod udp;
-mod vless_udp;
+mod udp_links;
+mod udp_stream;
 
 pub mod instance;
 pub mod limits;
