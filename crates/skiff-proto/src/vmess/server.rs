@@ -16,7 +16,7 @@ use skiff_core::{Address, ProxyStream};
 use tokio::io::AsyncReadExt;
 
 use super::auth_id::AUTH_ID_LEN;
-use super::chunk::{BodyFormat, ChunkOpener, ChunkSealer};
+use super::chunk::{BodyCipher, BodyFormat, ChunkOpener, ChunkSealer};
 use super::error::VmessError;
 use super::halves::{ChunkReader, ChunkWriter};
 use super::instruction::Command;
@@ -145,6 +145,11 @@ pub async fn accept<S: ProxyStream>(
         return Err(invalid(VmessError::ReplayedSession));
     }
     let format = BodyFormat::of_request(&ins).map_err(invalid)?;
+    if server.refuse_insecure && format.cipher == BodyCipher::None {
+        return Err(invalid(
+            "VMess client is using insecure encryption (security none)",
+        ));
+    }
     let destination = match (ins.command, ins.destination.clone()) {
         (Command::Mux, _) => {
             return Err(io::Error::new(

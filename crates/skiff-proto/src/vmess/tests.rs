@@ -625,6 +625,17 @@ async fn replays_and_strangers_are_drained_and_closed_silently() {
             (n, Err(e)) => panic!("attempt {n} refused: {e}"),
         }
     }
+    // An inbound that refuses insecure encryption refuses `none` after the header.
+    let strict = server_with(&[id]).refuse_insecure(true);
+    let plain = VmessClient::new(&UserId::from_bytes(id), Security::None, false, false);
+    let (c, s) = pair();
+    let _client = plain.connect(c, &destination(), Command::Tcp).unwrap();
+    let (mut client, s2) = (_client, s);
+    client.write_all(b"x").await.unwrap();
+    client.flush().await.unwrap();
+    let refused = accept(s2, &strict, true).await;
+    assert!(refused.is_err_and(|e| e.to_string().contains("insecure")));
+
     // Without drain (TLS/WebSocket below), a stranger is refused after its 16 bytes.
     let (mut c, s) = UnixStream::pair().unwrap();
     c.write_all(&[0x5a; 16]).await.unwrap();

@@ -83,6 +83,8 @@ pub struct VmessServer {
     auth_ids: Mutex<ReplayFilter<[u8; AUTH_ID_LEN]>>,
     sessions: Mutex<ReplayFilter<SessionId>>,
     drain: DrainSize,
+    /// v2ray's `disableInsecureEncryption`: refuse security `none` (and `zero`).
+    pub(crate) refuse_insecure: bool,
 }
 
 impl std::fmt::Debug for VmessServer {
@@ -111,7 +113,15 @@ impl VmessServer {
                 .collect(),
             auth_ids: Mutex::new(ReplayFilter::new(AUTH_ID_MEMORY, FILTER_CAP)),
             sessions: Mutex::new(ReplayFilter::new(SESSION_MEMORY, FILTER_CAP)),
+            refuse_insecure: false,
         }
+    }
+
+    /// With `refuse`, clients asking for security `none` or `zero` are refused after their
+    /// header (v2ray's `disableInsecureEncryption`).
+    pub fn refuse_insecure(mut self, refuse: bool) -> VmessServer {
+        self.refuse_insecure = refuse;
+        self
     }
 
     pub fn user_count(&self) -> usize {
