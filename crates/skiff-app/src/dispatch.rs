@@ -14,7 +14,8 @@ use skiff_core::{
 use skiff_proto::datagram::{BoxDatagramRecv, BoxDatagramSend};
 use skiff_proto::vless::packet::VlessPacketStream;
 use skiff_proto::vless::server::VlessAccept;
-use skiff_proto::{http, socks, vless};
+use skiff_proto::vmess::VmessAccept;
+use skiff_proto::{http, socks, vless, vmess};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
@@ -44,6 +45,10 @@ pub async fn serve_tcp(
     let mut session = LayerSession::default();
     let accepted = match handshake(&shared, &inbound, &meta, stream, &mut session).await {
         Ok(Handshake::Accepted(accepted)) => accepted,
+        Ok(Handshake::AcceptedUser { accepted, level }) => {
+            meta.level = level;
+            accepted
+        }
         Ok(Handshake::Fallback(stream)) => {
             fall_back(&shared, &inbound, &meta, stream, &session).await;
             return;
@@ -52,8 +57,12 @@ pub async fn serve_tcp(
             destination,
             halves,
             user,
+            level,
         }) => {
             meta.user = user.map(Arc::from);
+            if let Some(level) = level {
+                meta.level = level;
+            }
             udp_stream::serve(&shared, &inbound, meta, destination, halves).await;
             return;
         }
@@ -96,6 +105,11 @@ pub async fn serve_tcp(
 
 enum Handshake {
     Accepted(Accepted),
+    /// Accepted for a user with a policy level of their own (VMess).
+    AcceptedUser {
+        accepted: Accepted,
+        level: u32,
+    },
     /// Not a valid request for a known user: try the inbound's fallbacks with this stream,
     /// which replays every byte read so far.
     Fallback(BoxStream),
@@ -105,6 +119,8 @@ enum Handshake {
         destination: Address,
         halves: (BoxDatagramRecv, BoxDatagramSend),
         user: Option<String>,
+        /// The user's own policy level (VMess), else the inbound's.
+        level: Option<u32>,
     },
 }
 
@@ -172,6 +188,46 @@ async fn handshake(
                         destination,
                         halves: (Box::new(reader), Box::new(writer)),
                         user,
+                        level: None,
+                    });
+                }
+                Ok(Err(e)) => Err(e),
+                Err(_) => Err(timed_out()),
+            }
+        }
+        InboundKind::Vmess(server) => {
+            // Raw TCP drains a refused connection before closing, as Xray does; over TLS or
+            // WebSocket it closes at once (Xray drains only on *net.TCPConn).
+            let drain = inbound.layers.is_empty();
+            match timeout(limit, Box::pin(vmess::accept(stream, server, drain))).await {
+                Ok(Ok(VmessAccept::Stream {
+                    destination,
+                    stream,
+                    user,
+                    level,
+                })) => {
+                    return Ok(Handshake::AcceptedUser {
+                        accepted: Accepted::Stream {
+                            destination,
+                            stream: Box::new(stream),
+                            reply: Reply::None,
+                            user,
+                        },
+                        level,
+                    });
+                }
+                Ok(Ok(VmessAccept::Udp {
+                    destination,
+                    reader,
+                    writer,
+                    user,
+                    level,
+                })) => {
+                    return Ok(Handshake::StreamUdp {
+                        destination,
+                        halves: (Box::new(reader), Box::new(writer)),
+                        user,
+                        level: Some(level),
                     });
                 }
                 Ok(Err(e)) => Err(e),

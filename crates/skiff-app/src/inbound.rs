@@ -13,6 +13,7 @@ use crate::tunnel::TunnelConfig;
 use skiff_config::FallbackPlan;
 use skiff_proto::vless::server::{VlessServer, VlessUser};
 use skiff_proto::vless::user::UserId;
+use skiff_proto::vmess::{VmessServer, VmessUser};
 
 pub enum InboundKind {
     Socks {
@@ -25,6 +26,8 @@ pub enum InboundKind {
         server: VlessServer,
         fallbacks: Vec<FallbackPlan>,
     },
+    /// Users and replay filters, shared by the inbound's connections.
+    Vmess(Box<VmessServer>),
 }
 
 pub struct InboundHandler {
@@ -100,6 +103,27 @@ impl InboundHandler {
                 true,
                 false,
             ),
+            InboundProtocol::Vmess(v) => {
+                let users: Vec<VmessUser> = v
+                    .clients
+                    .iter()
+                    .map(|c| VmessUser {
+                        id: UserId::from_bytes(c.id),
+                        email: c.email.clone(),
+                        level: c.level,
+                    })
+                    .collect();
+                (
+                    InboundKind::Vmess(Box::new(
+                        VmessServer::new(&users).refuse_insecure(v.disable_insecure_encryption),
+                    )),
+                    // The handshake runs under level 0's timeout, as in Xray; after it the
+                    // user's own level applies.
+                    0,
+                    true,
+                    false,
+                )
+            }
         };
         let layers = InboundLayers::build(&plan.stream)
             .map_err(|e| format!("inbound `{}`: {e}", plan.tag))?;
@@ -121,6 +145,7 @@ impl InboundHandler {
             InboundKind::Http(_) => "http",
             InboundKind::Tunnel(_) => "tunnel",
             InboundKind::Vless { .. } => "vless",
+            InboundKind::Vmess(_) => "vmess",
         }
     }
 }

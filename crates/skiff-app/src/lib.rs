@@ -8,6 +8,7 @@ mod fallback;
 mod inbound;
 mod memory;
 mod outbound_vless;
+mod outbound_vmess;
 mod outbounds;
 mod shared;
 mod stack;

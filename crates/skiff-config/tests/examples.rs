@@ -37,6 +37,7 @@ fn every_example_loads_cleanly() {
         "http-auth.json",
         "vless-tls-fallback.json",
         "vless-ws-client.json",
+        "vmess-ws-tls.json",
     ] {
         assert!(
             names.iter().any(|n| n == required),

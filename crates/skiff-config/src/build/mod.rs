@@ -106,3 +106,6 @@ mod tests;
 
 #[cfg(test)]
 mod tests_vless;
+
+#[cfg(test)]
+mod tests_vmess;

@@ -21,10 +21,10 @@ use crate::raw::settings::{
 use crate::source::Loc;
 
 mod vless;
+mod vmess;
 
 /// Xray protocols skiff does not implement yet (either direction).
 const NOT_YET: &[&str] = &[
-    "vmess",
     "trojan",
     "shadowsocks",
     "wireguard",
@@ -80,6 +80,8 @@ pub fn inbound_protocol(
         }
         "vless" => vless::inbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
             .map(InboundProtocol::Vless),
+        "vmess" => vmess::inbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
+            .map(InboundProtocol::Vmess),
         n if NOT_YET.contains(&n) || n == "tun" => {
             diags.push(not_supported(n, loc));
             None
@@ -113,6 +115,8 @@ pub fn outbound_protocol(
             .map(OutboundProtocol::Blackhole),
         "vless" => vless::outbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
             .map(OutboundProtocol::Vless),
+        "vmess" => vmess::outbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
+            .map(OutboundProtocol::Vmess),
         n if NOT_YET.contains(&n) || ["socks", "http", "dns", "loopback"].contains(&n) => {
             diags.push(not_supported(n, loc));
             None
