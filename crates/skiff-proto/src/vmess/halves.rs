@@ -84,6 +84,11 @@ impl ChunkReader {
         self.plain.0 < self.plain.1 || self.start < self.end || self.eof
     }
 
+    /// Bytes of buffer held (0 while idle).
+    pub fn capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
     /// Received bytes not yet returned as payload (non-zero after an error: the stream ended
     /// or failed inside a chunk).
     pub fn buffered(&self) -> usize {
@@ -256,6 +261,11 @@ impl ChunkWriter {
             end_signal,
             parked: None,
         }
+    }
+
+    /// Bytes of buffer held (0 while idle).
+    pub fn capacity(&self) -> usize {
+        self.out.capacity()
     }
 
     /// The header has not left yet (nothing was written).

@@ -59,6 +59,11 @@ impl VmessStream {
         )
     }
 
+    /// Buffer bytes held by the reading and the writing direction (both 0 while idle).
+    pub fn buffer_capacity(&self) -> (usize, usize) {
+        (self.reader.capacity(), self.writer.capacity())
+    }
+
     /// Client: sends the header alone once the first payload is overdue.
     fn poll_kick(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
         let Kick::Armed(timer) = &mut self.kick else {

@@ -508,6 +508,44 @@ async fn client_and_server_exchange_with_every_security() {
     exchange(Security::ChaCha20Poly1305, true, 100_000).await;
 }
 
+/// Both directions hold a buffer only while data moves: after a burst is written, flushed,
+/// read, and the transport has nothing more, neither side holds one.
+#[tokio::test]
+async fn buffers_are_given_back_when_idle() {
+    let id = [9u8; 16];
+    let server = server_with(&[id]);
+    let client = VmessClient::new(&UserId::from_bytes(id), Security::Aes128Gcm, false, false);
+    let (c, s) = pair();
+    let mut client_stream = client.connect(c, &destination(), Command::Tcp).unwrap();
+    assert_eq!(client_stream.buffer_capacity(), (0, 0));
+    client_stream.write_all(&pattern(1, 100_000)).await.unwrap();
+    assert!(
+        client_stream.buffer_capacity().1 > 0,
+        "a burst holds the write buffer"
+    );
+    client_stream.flush().await.unwrap();
+    assert_eq!(
+        client_stream.buffer_capacity().1,
+        0,
+        "flushed: write buffer given back"
+    );
+    let Ok(VmessAccept::Stream { mut stream, .. }) = accept(s, &server, true).await else {
+        panic!("no stream");
+    };
+    let mut got = vec![0u8; 100_000];
+    stream.read_exact(&mut got).await.unwrap();
+    assert_eq!(got, pattern(1, 100_000));
+    // One more read finds the transport empty: the read buffer goes back.
+    let mut one = [0u8; 1];
+    let idle = tokio::time::timeout(std::time::Duration::from_millis(50), stream.read(&mut one));
+    assert!(idle.await.is_err());
+    assert_eq!(
+        stream.buffer_capacity().0,
+        0,
+        "idle: read buffer given back"
+    );
+}
+
 /// The client's header leaves alone once the application has not written for 100 ms, so a
 /// server that speaks first is reached.
 #[tokio::test]
