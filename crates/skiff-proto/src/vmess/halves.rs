@@ -26,7 +26,6 @@ use crate::vless::codec::Parsed;
 const READ_BUF: usize = 32 * 1024;
 /// Chunks the writer seals per write call: 8 × 8 KiB, one transport write for 64 KiB.
 const CHUNKS_PER_WRITE: usize = 8;
-const WRITE_BUF: usize = CHUNKS_PER_WRITE * (STREAM_CHUNK_PAYLOAD + MAX_CHUNK_OVERHEAD);
 
 /// The response header a client expects before the first chunk.
 pub(crate) struct ExpectResponse {
@@ -72,8 +71,8 @@ impl ChunkReader {
             eof: false,
         };
         if !initial.is_empty() {
-            reader.buf = vec![0; READ_BUF.max(initial.len())];
-            reader.buf[..initial.len()].copy_from_slice(initial);
+            // Exactly what came: often a whole first chunk, which then needs no read buffer.
+            reader.buf = initial.to_vec();
             reader.end = initial.len();
         }
         reader
@@ -333,7 +332,9 @@ impl ChunkWriter {
                 "VMess stream already ended",
             )));
         }
-        self.stage(WRITE_BUF);
+        // Room for what this call seals: a small write does not reserve a bulk buffer.
+        let take = src.len().min(CHUNKS_PER_WRITE * STREAM_CHUNK_PAYLOAD);
+        self.stage(take + take.div_ceil(STREAM_CHUNK_PAYLOAD) * MAX_CHUNK_OVERHEAD);
         let mut taken = 0;
         for chunk in src.chunks(STREAM_CHUNK_PAYLOAD).take(CHUNKS_PER_WRITE) {
             self.sealer.seal(chunk, &mut self.out)?;
