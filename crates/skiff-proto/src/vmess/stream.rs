@@ -6,7 +6,7 @@
 
 use std::io;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use skiff_core::{BoxStream, ProxyStream};
@@ -97,6 +97,11 @@ impl AsyncRead for VmessStream {
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         this.poll_kick(cx)?;
+        if !this.reader.has_buffered() {
+            // Take a read buffer only once the transport has something: a read that would
+            // find nothing costs no allocation.
+            ready!(this.inner.poll_read_ready(cx))?;
+        }
         this.reader.poll_read(cx, &mut this.inner, buf)
     }
 }
