@@ -11,9 +11,12 @@ use skiff_core::{
     Accepted, Address, BoxFuture, BoxStream, ConnectOutcome, Connector, Counted, DirectionCounters,
     Metadata, Network, Prefixed, ProxyStream, RelayCounters, RelayEnd, Reply, relay,
 };
+use skiff_proto::datagram::{BoxDatagramRecv, BoxDatagramSend};
 use skiff_proto::trojan::server::TrojanAccept;
+use skiff_proto::vless::packet::VlessPacketStream;
 use skiff_proto::vless::server::VlessAccept;
-use skiff_proto::{http, shadowsocks, socks, trojan, vless};
+use skiff_proto::vmess::VmessAccept;
+use skiff_proto::{http, shadowsocks, socks, trojan, vless, vmess};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
@@ -24,7 +27,7 @@ use crate::inbound::{InboundHandler, InboundKind};
 use crate::shared::Shared;
 use crate::stack::{LayerSession, Layered};
 use crate::udp;
-use crate::{trojan_udp, vless_udp};
+use crate::{trojan_udp, udp_stream};
 
 /// How long an outbound connect may take, as Go's default dialer roughly allows.
 const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -43,17 +46,25 @@ pub async fn serve_tcp(
     let mut session = LayerSession::default();
     let accepted = match handshake(&shared, &inbound, &meta, stream, &mut session).await {
         Ok(Handshake::Accepted(accepted)) => accepted,
+        Ok(Handshake::AcceptedUser { accepted, level }) => {
+            meta.level = level;
+            accepted
+        }
         Ok(Handshake::Fallback(stream)) => {
             fall_back(&shared, &inbound, &meta, stream, &session).await;
             return;
         }
-        Ok(Handshake::VlessUdp {
+        Ok(Handshake::StreamUdp {
             destination,
-            stream,
+            halves,
             user,
+            level,
         }) => {
             meta.user = user.map(Arc::from);
-            vless_udp::serve(&shared, &inbound, meta, destination, stream).await;
+            if let Some(level) = level {
+                meta.level = level;
+            }
+            udp_stream::serve(&shared, &inbound, meta, destination, halves).await;
             return;
         }
         Ok(Handshake::TrojanUdp { stream, user }) => {
@@ -100,14 +111,22 @@ pub async fn serve_tcp(
 
 enum Handshake {
     Accepted(Accepted),
+    /// Accepted for a user with a policy level of their own (VMess).
+    AcceptedUser {
+        accepted: Accepted,
+        level: u32,
+    },
     /// Not a valid request for a known user: try the inbound's fallbacks with this stream,
     /// which replays every byte read so far.
     Fallback(BoxStream),
-    /// A VLESS UDP request (command 0x02): length-prefixed datagrams to one destination.
-    VlessUdp {
+    /// A UDP request carried in the protocol's stream (VLESS/VMess command 0x02): datagrams
+    /// to one destination, through these halves.
+    StreamUdp {
         destination: Address,
-        stream: BoxStream,
+        halves: (BoxDatagramRecv, BoxDatagramSend),
         user: Option<String>,
+        /// The user's own policy level (VMess), else the inbound's.
+        level: Option<u32>,
     },
     /// A Trojan UDP ASSOCIATE: packets each carrying their own destination.
     TrojanUdp {
@@ -175,10 +194,51 @@ async fn handshake(
                     stream,
                     user,
                 })) => {
-                    return Ok(Handshake::VlessUdp {
+                    let (reader, writer) = VlessPacketStream::new(stream).into_split();
+                    return Ok(Handshake::StreamUdp {
                         destination,
-                        stream,
+                        halves: (Box::new(reader), Box::new(writer)),
                         user,
+                        level: None,
+                    });
+                }
+                Ok(Err(e)) => Err(e),
+                Err(_) => Err(timed_out()),
+            }
+        }
+        InboundKind::Vmess(server) => {
+            // Raw TCP drains a refused connection before closing, as Xray does; over TLS or
+            // WebSocket it closes at once (Xray drains only on *net.TCPConn).
+            let drain = inbound.layers.is_empty();
+            match timeout(limit, Box::pin(vmess::accept(stream, server, drain))).await {
+                Ok(Ok(VmessAccept::Stream {
+                    destination,
+                    stream,
+                    user,
+                    level,
+                })) => {
+                    return Ok(Handshake::AcceptedUser {
+                        accepted: Accepted::Stream {
+                            destination,
+                            stream: Box::new(stream),
+                            reply: Reply::None,
+                            user,
+                        },
+                        level,
+                    });
+                }
+                Ok(Ok(VmessAccept::Udp {
+                    destination,
+                    reader,
+                    writer,
+                    user,
+                    level,
+                })) => {
+                    return Ok(Handshake::StreamUdp {
+                        destination,
+                        halves: (Box::new(reader), Box::new(writer)),
+                        user,
+                        level: Some(level),
                     });
                 }
                 Ok(Err(e)) => Err(e),

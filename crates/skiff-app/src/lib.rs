@@ -2,6 +2,7 @@
 //! outbound → relay), UDP sessions, access log and graceful shutdown.
 
 mod access_log;
+mod dial;
 mod dispatch;
 mod fallback;
 mod inbound;
@@ -9,6 +10,7 @@ mod memory;
 mod outbound_shadowsocks;
 mod outbound_trojan;
 mod outbound_vless;
+mod outbound_vmess;
 mod outbounds;
 mod shared;
 mod ss_udp;
@@ -16,7 +18,8 @@ mod stack;
 mod trojan_udp;
 mod tunnel;
 mod udp;
-mod vless_udp;
+mod udp_links;
+mod udp_stream;
 
 pub mod instance;
 pub mod limits;

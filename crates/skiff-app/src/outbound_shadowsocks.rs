@@ -22,7 +22,7 @@ use tokio::io::ReadBuf;
 use tokio::net::UdpSocket;
 use tracing::debug;
 
-use crate::outbound_vless::dial;
+use crate::dial::dial;
 use crate::stack::OutboundLayers;
 
 /// Largest datagram a UDP socket carries.

@@ -4,15 +4,17 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use skiff_config::{FreedomDomainStrategy, OutboundPlan, OutboundProtocol};
+use skiff_config::{FreedomDomainStrategy, OutboundPlan, OutboundProtocol, VmessSecurity};
 use skiff_core::{Address, Counter, Outbound, Stats};
 use skiff_proto::shadowsocks::client::ClientConfig;
 use skiff_proto::trojan::codec::PasswordHash;
 use skiff_proto::vless::user::UserId;
+use skiff_proto::vmess::{Security, VmessClient};
 
 use crate::outbound_shadowsocks::ShadowsocksOutbound;
 use crate::outbound_trojan::TrojanOutbound;
 use crate::outbound_vless::VlessOutbound;
+use crate::outbound_vmess::VmessOutbound;
 use crate::stack::OutboundLayers;
 use skiff_proto::blackhole::Blackhole;
 use skiff_proto::freedom::{Freedom, Resolve};
@@ -97,5 +99,25 @@ fn make(plan: &OutboundPlan, via: Option<Arc<dyn Outbound>>) -> Result<Arc<dyn O
             layers: OutboundLayers::build(&plan.stream, &ss.address)?,
             via,
         }),
+        OutboundProtocol::Vmess(v) => {
+            let security = match v.security {
+                VmessSecurity::Auto => Security::Auto,
+                VmessSecurity::Aes128Gcm => Security::Aes128Gcm,
+                VmessSecurity::ChaCha20Poly1305 => Security::ChaCha20Poly1305,
+                VmessSecurity::None => Security::None,
+                VmessSecurity::Zero => Security::Zero,
+            };
+            Arc::new(VmessOutbound {
+                server: Address::from_host(&v.address, v.port),
+                client: Arc::new(VmessClient::new(
+                    &UserId::from_bytes(v.id),
+                    security,
+                    v.authenticated_length,
+                    v.no_termination_signal,
+                )),
+                layers: OutboundLayers::build(&plan.stream, &v.address)?,
+                via,
+            })
+        }
     })
 }

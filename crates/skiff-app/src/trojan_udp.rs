@@ -20,7 +20,7 @@ use tracing::{debug, info};
 
 use crate::inbound::InboundHandler;
 use crate::shared::Shared;
-use crate::vless_udp::Activity;
+use crate::udp_stream::Activity;
 
 /// How long opening the outbound's packet conversation may take.
 const BIND_TIMEOUT: Duration = Duration::from_secs(10);

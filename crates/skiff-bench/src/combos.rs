@@ -16,12 +16,40 @@ pub enum Kind {
     /// B: a port forward into Shadowsocks (dokodemo-door → shadowsocks out, ss-tunnel,
     /// sslocal's tunnel); C: a Shadowsocks server → freedom. Raw TCP.
     Shadowsocks { method: &'static str },
+    /// B: dokodemo-door → VMess out; C: VMess in → freedom; with this body cipher, over TLS
+    /// and/or WebSocket.
+    Vmess {
+        cipher: VmessCipher,
+        tls: bool,
+        ws: bool,
+    },
+}
+
+/// The VMess `security` a combination asks for (both ends of every implementation speak
+/// these two; Xray 26 dropped `none`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VmessCipher {
+    Aes128Gcm,
+    ChaCha20Poly1305,
+}
+
+impl VmessCipher {
+    /// The name in Xray's JSON.
+    pub fn security(self) -> &'static str {
+        match self {
+            VmessCipher::Aes128Gcm => "aes-128-gcm",
+            VmessCipher::ChaCha20Poly1305 => "chacha20-poly1305",
+        }
+    }
 }
 
 impl Kind {
     /// The combination needs a certificate on C.
     pub fn tls(self) -> bool {
-        matches!(self, Kind::Vless { tls: true, .. } | Kind::Trojan { .. })
+        matches!(
+            self,
+            Kind::Vless { tls: true, .. } | Kind::Trojan { .. } | Kind::Vmess { tls: true, .. }
+        )
     }
 }
 
@@ -106,6 +134,33 @@ pub const ALL: &[Combination] = &[
             method: "2022-blake3-aes-128-gcm",
         },
     },
+    Combination {
+        name: "vmess-aes",
+        about: "VMess (AEAD, aes-128-gcm) over raw TCP",
+        kind: Kind::Vmess {
+            cipher: VmessCipher::Aes128Gcm,
+            tls: false,
+            ws: false,
+        },
+    },
+    Combination {
+        name: "vmess-chacha",
+        about: "VMess (AEAD, chacha20-poly1305) over raw TCP",
+        kind: Kind::Vmess {
+            cipher: VmessCipher::ChaCha20Poly1305,
+            tls: false,
+            ws: false,
+        },
+    },
+    Combination {
+        name: "vmess-ws-tls",
+        about: "VMess (AEAD, aes-128-gcm) over WebSocket with TLS",
+        kind: Kind::Vmess {
+            cipher: VmessCipher::Aes128Gcm,
+            tls: true,
+            ws: true,
+        },
+    },
 ];
 
 /// The combinations whose name matches any of the comma-separated `filter` words (substring
@@ -149,6 +204,9 @@ mod tests {
         assert_eq!(select(Some("ss-aes-128-gcm,ss-chacha20,ss-2022")).len(), 3);
         let names: Vec<_> = select(Some("ss-2022")).iter().map(|c| c.name).collect();
         assert_eq!(names, ["ss-2022"]);
+        let names: Vec<_> = select(Some("vmess")).iter().map(|c| c.name).collect();
+        assert_eq!(names, ["vmess-aes", "vmess-chacha", "vmess-ws-tls"]);
+        assert!(select(Some("vmess-ws-tls"))[0].kind.tls());
         assert!(select(Some("nothing-like-this")).is_empty());
     }
 }

@@ -189,7 +189,8 @@ const BENCH_PASSWORD: &str = "skiff bench";
 const OPENSSL_TLS13: &str =
     "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384";
 
-fn vless_stream(tls: bool, ws: bool, role: Role, flavor: Flavor, hops: &Hops) -> Option<Value> {
+/// streamSettings of the proxied hop B → C (VLESS and VMess alike).
+fn proxy_stream(tls: bool, ws: bool, role: Role, flavor: Flavor, hops: &Hops) -> Option<Value> {
     let mut stream = json!({ "network": if ws { "ws" } else { "tcp" } });
     if ws {
         stream["wsSettings"] = json!({ "path": "/bench" });
@@ -230,6 +231,47 @@ fn xray_vless_client(listen: SocketAddr, d: SocketAddr, c: SocketAddr, stream: V
             }] },
             "streamSettings": stream
         }]
+    })
+}
+
+/// B: dokodemo-door on `listen` to `d`, carried by VMess (AEAD: `alterId` 0, which v2ray 4.x
+/// needs written and Xray ignores) with `security` to C at `c`.
+fn xray_vmess_client(
+    listen: SocketAddr,
+    d: SocketAddr,
+    c: SocketAddr,
+    security: &str,
+    stream: Value,
+) -> Value {
+    json!({
+        "log": { "loglevel": "warning", "access": "none" },
+        "inbounds": [dokodemo(listen, d)],
+        "outbounds": [{
+            "tag": "to-c",
+            "protocol": "vmess",
+            "settings": { "vnext": [{
+                "address": c.ip().to_string(),
+                "port": c.port(),
+                "users": [{ "id": BENCH_UUID, "alterId": 0, "security": security }]
+            }] },
+            "streamSettings": stream
+        }]
+    })
+}
+
+/// C: VMess in on `listen`, freedom out.
+fn xray_vmess_server(listen: SocketAddr, stream: Value) -> Value {
+    json!({
+        "log": { "loglevel": "warning", "access": "none" },
+        "inbounds": [{
+            "tag": "bench-in",
+            "listen": listen.ip().to_string(),
+            "port": listen.port(),
+            "protocol": "vmess",
+            "settings": { "clients": [{ "id": BENCH_UUID, "alterId": 0 }] },
+            "streamSettings": stream
+        }],
+        "outbounds": [freedom()]
     })
 }
 
@@ -429,7 +471,7 @@ impl Implementation {
     pub fn supports(&self, combo: &Combination) -> bool {
         match combo.kind {
             Kind::Raw => false,
-            Kind::Tunnel | Kind::Vless { .. } | Kind::Trojan { ws: true } => {
+            Kind::Tunnel | Kind::Vless { .. } | Kind::Trojan { ws: true } | Kind::Vmess { .. } => {
                 matches!(self.flavor, Flavor::Skiff | Flavor::Xray | Flavor::V2ray)
             }
             Kind::Trojan { ws: false } => matches!(
@@ -470,14 +512,14 @@ impl Implementation {
                 xray_tunnel(listen, to)
             }
             (Kind::Vless { tls, ws }, Flavor::Skiff | Flavor::Xray | Flavor::V2ray) => {
-                let stream = vless_stream(tls, ws, role, self.flavor, hops)?;
+                let stream = proxy_stream(tls, ws, role, self.flavor, hops)?;
                 match role {
                     Role::Client => xray_vless_client(hops.b_listen, hops.d, hops.c_listen, stream),
                     Role::Server => xray_vless_server(hops.c_listen, stream),
                 }
             }
             (Kind::Trojan { ws }, Flavor::Skiff | Flavor::Xray | Flavor::V2ray) => {
-                let stream = vless_stream(true, ws, role, self.flavor, hops)?;
+                let stream = proxy_stream(true, ws, role, self.flavor, hops)?;
                 match role {
                     Role::Client => {
                         xray_trojan_client(hops.b_listen, hops.d, hops.c_listen, stream)
@@ -494,6 +536,19 @@ impl Implementation {
             }
             (Kind::Shadowsocks { method }, Flavor::SsLibev) => ss_libev(role, hops, method),
             (Kind::Shadowsocks { method }, Flavor::SsRust) => ss_rust(role, hops, method),
+            (Kind::Vmess { cipher, tls, ws }, Flavor::Skiff | Flavor::Xray | Flavor::V2ray) => {
+                let stream = proxy_stream(tls, ws, role, self.flavor, hops)?;
+                match role {
+                    Role::Client => xray_vmess_client(
+                        hops.b_listen,
+                        hops.d,
+                        hops.c_listen,
+                        cipher.security(),
+                        stream,
+                    ),
+                    Role::Server => xray_vmess_server(hops.c_listen, stream),
+                }
+            }
             _ => return None,
         };
         serde_json::to_string_pretty(&value).ok()
@@ -721,6 +776,23 @@ mod tests {
         assert!(libev.cannot_measure(Mode::Upload).is_some());
         assert!(libev.cannot_measure(Mode::Download).is_none());
         assert!(rust.cannot_measure(Mode::Upload).is_none());
+    }
+
+    #[test]
+    fn vmess_configs_name_the_cipher_and_alter_id_zero() {
+        let imp = skiff(PathBuf::from("/bin/true"));
+        let chacha = ALL.iter().find(|c| c.name == "vmess-chacha").unwrap();
+        let client: Value =
+            serde_json::from_str(&imp.config(chacha, Role::Client, &hops()).unwrap()).unwrap();
+        let user = &client["outbounds"][0]["settings"]["vnext"][0]["users"][0];
+        assert_eq!(user["security"], "chacha20-poly1305");
+        assert_eq!(user["alterId"], 0);
+        let ws_tls = ALL.iter().find(|c| c.name == "vmess-ws-tls").unwrap();
+        let server: Value =
+            serde_json::from_str(&imp.config(ws_tls, Role::Server, &hops()).unwrap()).unwrap();
+        assert_eq!(server["inbounds"][0]["protocol"], "vmess");
+        assert_eq!(server["inbounds"][0]["streamSettings"]["network"], "ws");
+        assert_eq!(server["inbounds"][0]["streamSettings"]["security"], "tls");
     }
 
     #[test]

@@ -68,6 +68,7 @@ pub enum InboundProtocol {
     Vless(VlessInbound),
     Trojan(TrojanInbound),
     Shadowsocks(ShadowsocksInbound),
+    Vmess(VmessInbound),
 }
 
 impl InboundProtocol {
@@ -140,6 +141,7 @@ pub enum OutboundProtocol {
     Vless(VlessOutbound),
     Trojan(TrojanOutbound),
     Shadowsocks(ShadowsocksOutbound),
+    Vmess(VmessOutbound),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -382,6 +384,76 @@ impl std::fmt::Debug for TrojanOutbound {
             .field("password", &format_args!("<redacted>"))
             .field("email", &self.email)
             .field("level", &self.level)
+            .finish()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct VmessInbound {
+    /// May be empty (then every connection fails authentication).
+    pub clients: Vec<VmessClient>,
+    /// v2ray's `disableInsecureEncryption`: refuse clients asking for security `none`/`zero`.
+    pub disable_insecure_encryption: bool,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+pub struct VmessClient {
+    /// The 16-byte id: a UUID, or Xray's mapping of a 1-30 byte string.
+    pub id: [u8; 16],
+    /// `email`; "" is None.
+    pub email: Option<String>,
+    /// `level`, else `default.level`, else 0.
+    pub level: u32,
+}
+
+/// Shows only the first 8 hex digits of the id.
+impl std::fmt::Debug for VmessClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VmessClient")
+            .field("id", &format_args!("{}…", short_id(&self.id)))
+            .field("email", &self.email)
+            .field("level", &self.level)
+            .finish()
+    }
+}
+
+/// A VMess user's `security`: the body cipher the client asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VmessSecurity {
+    /// AES-128-GCM where the CPU has AES instructions, else ChaCha20-Poly1305 (the default).
+    Auto,
+    Aes128Gcm,
+    ChaCha20Poly1305,
+    /// Chunked, not encrypted (v2fly; removed from Xray 26).
+    None,
+    /// Not even chunked (old Xray; TCP only, UDP uses `none`).
+    Zero,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+pub struct VmessOutbound {
+    pub address: String,
+    pub port: u16,
+    pub id: [u8; 16],
+    pub security: VmessSecurity,
+    pub level: u32,
+    /// `experiments` contains `AuthenticatedLength`: chunk lengths are AEAD-sealed (option A).
+    pub authenticated_length: bool,
+    /// `experiments` contains `NoTerminationSignal`: no end-of-stream chunk.
+    pub no_termination_signal: bool,
+}
+
+/// Shows only the first 8 hex digits of the id.
+impl std::fmt::Debug for VmessOutbound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VmessOutbound")
+            .field("address", &self.address)
+            .field("port", &self.port)
+            .field("id", &format_args!("{}…", short_id(&self.id)))
+            .field("security", &self.security)
+            .field("level", &self.level)
+            .field("authenticated_length", &self.authenticated_length)
+            .field("no_termination_signal", &self.no_termination_signal)
             .finish()
     }
 }

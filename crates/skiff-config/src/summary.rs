@@ -1,6 +1,6 @@
 //! `Display for Plan`: the readable summary `skiff check` prints. One line per inbound,
 //! outbound and rule, then the policy levels that differ from the defaults. Passwords are
-//! never printed (only how many accounts there are and their user names), VLESS ids only by their
+//! never printed (only how many accounts there are and their user names), VLESS and VMess ids only by their
 //! first 8 hex digits, and no key material at all.
 
 use std::fmt::{self, Display, Formatter};
@@ -11,7 +11,7 @@ use skiff_core::{Networks, PortRange};
 use crate::plan::{
     Account, BlackholeResponse, DomainMatcher, FreedomDomainStrategy, InboundPlan, InboundProtocol,
     LevelPolicy, LogLevel, LogTarget, OutboundPlan, OutboundProtocol, Plan, RoutingDomainStrategy,
-    RulePlan, StreamNetwork, StreamPlan, StreamSecurity, VlessClient, short_id,
+    RulePlan, StreamNetwork, StreamPlan, StreamSecurity, VmessSecurity, short_id,
 };
 
 impl Display for Plan {
@@ -200,7 +200,12 @@ impl Display for Inbound<'_> {
                 ("dokodemo-door", notes)
             }
             InboundProtocol::Vless(v) => {
-                let mut notes = vec![clients(&v.clients)];
+                let list: Vec<_> = v
+                    .clients
+                    .iter()
+                    .map(|c| (&c.id, c.email.as_deref(), c.level))
+                    .collect();
+                let mut notes = vec![clients(&list)];
                 for fb in &v.fallbacks {
                     notes.push(fallback(fb));
                 }
@@ -217,6 +222,18 @@ impl Display for Inbound<'_> {
                 let mut notes = vec![ss_users(ss)];
                 notes.push(networks(ss.network).to_owned());
                 ("shadowsocks", notes)
+            }
+            InboundProtocol::Vmess(v) => {
+                let list: Vec<_> = v
+                    .clients
+                    .iter()
+                    .map(|c| (&c.id, c.email.as_deref(), c.level))
+                    .collect();
+                let mut notes = vec![clients(&list)];
+                if v.disable_insecure_encryption {
+                    notes.push("refuses security none/zero".into());
+                }
+                ("vmess", notes)
             }
         };
         notes.extend(stream(&ib.stream));
@@ -258,19 +275,20 @@ fn ss_users(ss: &crate::plan::ShadowsocksInbound) -> String {
     format!("{} {noun} ({}){identity}", shown.len(), shown.join(", "))
 }
 
-fn clients(list: &[VlessClient]) -> String {
+/// VLESS and VMess clients: (id, email, level) each.
+fn clients(list: &[(&[u8; 16], Option<&str>, u32)]) -> String {
     if list.is_empty() {
         return "no clients".to_owned();
     }
     let shown: Vec<String> = list
         .iter()
-        .map(|c| {
-            let mut s = format!("{}…", short_id(&c.id));
-            if let Some(email) = &c.email {
+        .map(|&(id, email, level)| {
+            let mut s = format!("{}…", short_id(id));
+            if let Some(email) = email {
                 s.push_str(&format!(" {email}"));
             }
-            if c.level != 0 {
-                s.push_str(&format!(" level {}", c.level));
+            if level != 0 {
+                s.push_str(&format!(" level {level}"));
             }
             s
         })
@@ -458,6 +476,35 @@ impl Display for Outbound<'_> {
                 }
                 if ss.level != 0 {
                     write!(f, ", level {}", ss.level)?;
+                }
+            }
+            OutboundProtocol::Vmess(v) => {
+                let host = if v.address.contains(':') {
+                    format!("[{}]", v.address)
+                } else {
+                    v.address.clone()
+                };
+                let security = match v.security {
+                    VmessSecurity::Auto => "auto",
+                    VmessSecurity::Aes128Gcm => "aes-128-gcm",
+                    VmessSecurity::ChaCha20Poly1305 => "chacha20-poly1305",
+                    VmessSecurity::None => "none",
+                    VmessSecurity::Zero => "zero",
+                };
+                write!(
+                    f,
+                    "vmess to {host}:{}, id {}…, security {security}",
+                    v.port,
+                    short_id(&v.id)
+                )?;
+                if v.authenticated_length {
+                    f.write_str(", authenticated length")?;
+                }
+                if v.no_termination_signal {
+                    f.write_str(", no termination signal")?;
+                }
+                if v.level != 0 {
+                    write!(f, ", level {}", v.level)?;
                 }
             }
         }

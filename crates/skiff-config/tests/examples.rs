@@ -40,6 +40,7 @@ fn every_example_loads_cleanly() {
         "trojan-tls-fallback.json",
         "shadowsocks-2022-server.json",
         "shadowsocks-client.json",
+        "vmess-ws-tls.json",
     ] {
         assert!(
             names.iter().any(|n| n == required),

@@ -10,6 +10,7 @@ pub mod hash;
 pub mod kdf;
 pub mod nonce;
 pub mod shadowsocks;
+pub mod vmess;
 mod xchacha;
 
 pub use aead::{AeadKey, AeadKind, OpenError, TAG_LEN};

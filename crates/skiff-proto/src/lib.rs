@@ -2,6 +2,7 @@
 //! thin async adapter on top; the codecs are what the property tests and fuzz targets drive.
 
 pub mod blackhole;
+pub mod datagram;
 pub mod freedom;
 pub mod http;
 pub mod proxy_protocol;
@@ -9,3 +10,4 @@ pub mod shadowsocks;
 pub mod socks;
 pub mod trojan;
 pub mod vless;
+pub mod vmess;

@@ -111,3 +111,5 @@ mod tests_vless;
 
 #[cfg(test)]
 mod tests_shadowsocks;
+#[cfg(test)]
+mod tests_vmess;

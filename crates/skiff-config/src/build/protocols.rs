@@ -25,9 +25,10 @@ mod fallbacks;
 mod shadowsocks;
 mod trojan;
 mod vless;
+mod vmess;
 
 /// Xray protocols skiff does not implement yet (either direction).
-const NOT_YET: &[&str] = &["vmess", "wireguard", "hysteria", "hysteria2", "mtproto"];
+const NOT_YET: &[&str] = &["wireguard", "hysteria", "hysteria2", "mtproto"];
 const INBOUND_ONLY: &[&str] = &["dokodemo-door", "tunnel", "tun"];
 const OUTBOUND_ONLY: &[&str] = &["freedom", "blackhole", "dns", "loopback"];
 
@@ -80,6 +81,8 @@ pub fn inbound_protocol(
             .map(InboundProtocol::Trojan),
         "shadowsocks" => shadowsocks::inbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
             .map(InboundProtocol::Shadowsocks),
+        "vmess" => vmess::inbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
+            .map(InboundProtocol::Vmess),
         n if NOT_YET.contains(&n) || n == "tun" => {
             diags.push(not_supported(n, loc));
             None
@@ -117,6 +120,8 @@ pub fn outbound_protocol(
             .map(OutboundProtocol::Trojan),
         "shadowsocks" => shadowsocks::outbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
             .map(OutboundProtocol::Shadowsocks),
+        "vmess" => vmess::outbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
+            .map(OutboundProtocol::Vmess),
         n if NOT_YET.contains(&n) || ["socks", "http", "dns", "loopback"].contains(&n) => {
             diags.push(not_supported(n, loc));
             None

@@ -155,9 +155,9 @@ fn listen_must_be_an_ip() {
 #[test]
 fn protocol_names() {
     has_error(
-        &inbound("\"vmess\""),
+        &inbound("\"wireguard\""),
         "inbounds[0].protocol",
-        "protocol `vmess` is not supported by this version of skiff yet",
+        "protocol `wireguard` is not supported by this version of skiff yet",
     );
     has_error(
         &inbound("\"foo\""),
@@ -175,9 +175,9 @@ fn protocol_names() {
         "missing `protocol`",
     );
     has_error(
-        r#"{"outbounds": [{"protocol": "vmess"}]}"#,
+        r#"{"outbounds": [{"protocol": "wireguard"}]}"#,
         "outbounds[0].protocol",
-        "`vmess` is not supported",
+        "`wireguard` is not supported",
     );
     has_error(
         r#"{"outbounds": [{"protocol": "socks"}]}"#,
@@ -710,7 +710,7 @@ fn many_errors_in_one_run() {
     let text = r#"{
       "inbounds": [
         {"tag": "a", "port": 0, "protocol": "socks"},
-        {"tag": "a", "port": 1, "protocol": "vmess"}
+        {"tag": "a", "port": 1, "protocol": "wireguard"}
       ],
       "routing": {"rules": [
         {"ip": ["1.2.3.4/99"], "outboundTag": "direct"},

@@ -7,14 +7,14 @@ use crate::{
     StreamNetwork, StreamSecurity, load_sources,
 };
 
-const UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
-const UUID_BYTES: [u8; 16] = [
+pub(super) const UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
+pub(super) const UUID_BYTES: [u8; 16] = [
     0xb8, 0x31, 0x38, 0x1d, 0x63, 0x24, 0x4d, 0x53, 0xad, 0x4f, 0x8c, 0xda, 0x48, 0xb3, 0x08, 0x11,
 ];
 const CERT: &str = "-----BEGIN CERTIFICATE-----\\nMIIB\\n-----END CERTIFICATE-----\\n";
 const KEY: &str = "-----BEGIN PRIVATE KEY-----\\nSECRETKEYMATERIAL\\n-----END PRIVATE KEY-----\\n";
 
-fn load(text: &str) -> Result<(Plan, Vec<Diagnostic>), Vec<Diagnostic>> {
+pub(super) fn load(text: &str) -> Result<(Plan, Vec<Diagnostic>), Vec<Diagnostic>> {
     load_sources(&[Source {
         name: "t.json".into(),
         text: text.into(),
@@ -22,7 +22,7 @@ fn load(text: &str) -> Result<(Plan, Vec<Diagnostic>), Vec<Diagnostic>> {
     .map(|l| (l.plan, l.warnings))
 }
 
-fn ok(text: &str) -> Plan {
+pub(super) fn ok(text: &str) -> Plan {
     match load(text) {
         Ok((plan, warnings)) => {
             assert!(warnings.is_empty(), "unexpected warnings: {warnings:#?}");
@@ -32,7 +32,7 @@ fn ok(text: &str) -> Plan {
     }
 }
 
-fn warned(text: &str, path: &str, needle: &str) -> Plan {
+pub(super) fn warned(text: &str, path: &str, needle: &str) -> Plan {
     match load(text) {
         Ok((plan, warnings)) => {
             assert!(
@@ -47,7 +47,7 @@ fn warned(text: &str, path: &str, needle: &str) -> Plan {
     }
 }
 
-fn has_error(text: &str, path: &str, needle: &str) {
+pub(super) fn has_error(text: &str, path: &str, needle: &str) {
     let diags = match load(text) {
         Ok(_) => panic!("expected errors for {text}"),
         Err(diags) => diags,
@@ -61,11 +61,11 @@ fn has_error(text: &str, path: &str, needle: &str) {
 }
 
 /// `{"certificate": CERT, "key": KEY}` as JSON.
-fn inline_cert() -> String {
+pub(super) fn inline_cert() -> String {
     format!(r#"{{"certificate": "{CERT}", "key": "{KEY}"}}"#)
 }
 
-fn tls_stream() -> String {
+pub(super) fn tls_stream() -> String {
     format!(
         r#"{{"security": "tls", "tlsSettings": {{"certificates": [{}]}}}}"#,
         inline_cert()

@@ -216,3 +216,60 @@ pub struct RawShadowsocksServer {
     pub level: Option<i64>,
     pub email: Option<String>,
 }
+
+/// VMess inbound `settings`. Xray 26 reads `clients` (or `users`) and `default.level`; v2ray
+/// 4.x also `default.alterId`, `detour` and `disableInsecureEncryption`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VmessInboundSettings {
+    pub clients: Option<Vec<RawVmessUser>>,
+    pub users: Option<Vec<RawVmessUser>>,
+    pub default: Option<RawVmessDefault>,
+    pub detour: Option<Value>,
+    pub disable_insecure_encryption: Option<bool>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawVmessDefault {
+    pub level: Option<i64>,
+    pub alter_id: Option<i64>,
+}
+
+/// A VMess client (inbound) or user (outbound): the same object in Xray.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawVmessUser {
+    pub id: Option<String>,
+    pub email: Option<String>,
+    pub level: Option<i64>,
+    /// Legacy (MD5) authentication when above 0; only 0 or absent is accepted.
+    pub alter_id: Option<i64>,
+    /// Outbound users only: the body security.
+    pub security: Option<String>,
+    /// Outbound users only: `AuthenticatedLength`, `NoTerminationSignal` joined by `|`.
+    pub experiments: Option<String>,
+}
+
+/// VMess outbound `settings`: `vnext`, or Xray's newer flat form (`address`, `port`, `id`,
+/// `security`, `experiments`, `level`, `email` directly in `settings`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VmessOutboundSettings {
+    pub vnext: Option<Vec<RawVmessVnext>>,
+    pub address: Option<String>,
+    pub port: Option<i64>,
+    pub id: Option<String>,
+    pub security: Option<String>,
+    pub experiments: Option<String>,
+    pub level: Option<i64>,
+    pub email: Option<String>,
+    pub alter_id: Option<i64>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RawVmessVnext {
+    pub address: Option<String>,
+    pub port: Option<i64>,
+    pub users: Option<Vec<RawVmessUser>>,
+}

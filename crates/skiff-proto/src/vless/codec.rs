@@ -240,10 +240,14 @@ pub fn parse_request(buf: &[u8]) -> Result<Parsed<(Request, usize)>, VlessError>
 }
 
 /// Xray's domain rule (vless.md §2): a name starting with a digit or `[` that parses as an IP
-/// (brackets stripped) is that IP; otherwise only `[0-9A-Za-z-._]` is allowed. Trojan's
-/// address parser in Xray is the same one, so the Trojan codec calls this too.
+/// (brackets stripped) is that IP; otherwise only `[0-9A-Za-z-._]` is allowed.
 pub(crate) fn parse_domain(name: &[u8], port: u16) -> Result<Address, VlessError> {
-    let first = *name.first().ok_or(VlessError::BadDomain)?;
+    domain_address(name, port).ok_or(VlessError::BadDomain)
+}
+
+/// [`parse_domain`] for every protocol whose address block follows Xray's rule (VMess too).
+pub(crate) fn domain_address(name: &[u8], port: u16) -> Option<Address> {
+    let first = *name.first()?;
     if (first.is_ascii_digit() || first == b'[')
         && let Ok(text) = std::str::from_utf8(name)
     {
@@ -252,15 +256,15 @@ pub(crate) fn parse_domain(name: &[u8], port: u16) -> Result<Address, VlessError
             .and_then(|t| t.strip_suffix(']'))
             .unwrap_or(text);
         if let Ok(ip) = bare.parse::<IpAddr>() {
-            return Ok(Address::Ip(SocketAddr::new(ip, port)));
+            return Some(Address::Ip(SocketAddr::new(ip, port)));
         }
     }
     if !valid_domain(name) {
-        return Err(VlessError::BadDomain);
+        return None;
     }
     // Valid domains are ASCII, hence UTF-8.
-    let text = std::str::from_utf8(name).map_err(|_| VlessError::BadDomain)?;
-    Ok(Address::Domain(text.to_owned(), port))
+    let text = std::str::from_utf8(name).ok()?;
+    Some(Address::Domain(text.to_owned(), port))
 }
 
 pub(crate) fn valid_domain(name: &[u8]) -> bool {

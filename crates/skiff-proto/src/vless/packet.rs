@@ -10,9 +10,10 @@ use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
 use skiff_core::BoxStream;
-use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf, ReadHalf, WriteHalf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf, ReadHalf, WriteHalf};
 
 use super::udp::encode_packet;
+use crate::datagram::{DatagramRecv, DatagramSend};
 
 /// Initial receive buffer; it grows (once) to the largest frame seen, at most 2 + 65535.
 const INITIAL_RECV_BUF: usize = 4096;
@@ -36,6 +37,7 @@ impl VlessPacketStream {
             writer: VlessPacketWriter {
                 inner: write,
                 frame: Vec::new(),
+                pos: 0,
             },
         }
     }
@@ -172,31 +174,73 @@ impl VlessPacketReader {
 /// The sending half.
 pub struct VlessPacketWriter {
     inner: WriteHalf<BoxStream>,
-    /// Reused frame buffer.
+    /// Reused frame buffer; `frame[pos..]` is still to be written.
     frame: Vec<u8>,
+    pos: usize,
 }
 
 impl VlessPacketWriter {
     /// Sends one datagram (length prefix and payload in one write) and flushes. Payloads over
-    /// 65535 bytes are an `InvalidInput` error. Not cancel-safe: a cancelled send may leave a
-    /// partial frame on the stream, which must then be closed.
+    /// 65535 bytes are an `InvalidInput` error. If cancelled after the datagram was taken,
+    /// the next send (or shutdown) finishes writing it first.
     pub async fn send(&mut self, payload: &[u8]) -> io::Result<()> {
-        self.frame.clear();
-        encode_packet(payload, &mut self.frame)
-            .map_err(|error| io::Error::new(io::ErrorKind::InvalidInput, error.to_string()))?;
-        self.inner.write_all(&self.frame).await?;
-        self.inner.flush().await
+        crate::datagram::send(self, payload).await
     }
 
     /// Shuts the sending direction down (half-close).
     pub async fn shutdown(&mut self) -> io::Result<()> {
-        self.inner.shutdown().await
+        crate::datagram::shutdown(self).await
+    }
+
+    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.pos < self.frame.len() {
+            let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &self.frame[self.pos..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.pos += n;
+        }
+        self.frame.clear();
+        self.pos = 0;
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl DatagramRecv for VlessPacketReader {
+    fn poll_recv_datagram(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Option<Bytes>>> {
+        self.poll_recv_packet(cx)
+    }
+
+    fn buffered(&self) -> usize {
+        VlessPacketReader::buffered(self)
+    }
+}
+
+impl DatagramSend for VlessPacketWriter {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.poll_drain(cx)
+    }
+
+    fn start_send(&mut self, payload: &[u8]) -> io::Result<()> {
+        encode_packet(payload, &mut self.frame)
+            .map_err(|error| io::Error::new(io::ErrorKind::InvalidInput, error.to_string()))
+    }
+
+    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_drain(cx))?;
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_drain(cx))?;
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::AsyncWriteExt;
     use tokio::net::UnixStream;
 
     #[tokio::test]

@@ -317,6 +317,14 @@ impl WsStream {
                         return Poll::Ready(Err(self.fail(e)));
                     }
                     self.rpos = n;
+                    if self.rpos == self.rend {
+                        // Nothing followed the response. If the writer drove the handshake,
+                        // no read may come for a long time (a silent server): a quiet
+                        // connection keeps no read buffer.
+                        self.rbuf = Vec::new();
+                        self.rpos = 0;
+                        self.rend = 0;
+                    }
                     self.phase = Phase::Open;
                     self.wake_parked();
                     return Poll::Ready(Ok(()));
@@ -699,7 +707,19 @@ impl ProxyStream for WsStream {
             return Poll::Ready(Ok(()));
         }
         match self.phase {
-            Phase::Open => self.inner.poll_read_ready(cx),
+            Phase::Open => {
+                // Nothing buffered and the reader only waits for readiness (the relay does
+                // this once it went idle): give the read buffer back now. A reader that
+                // stopped after its last frame would otherwise keep it for as long as the
+                // peer stays silent.
+                if self.rbuf.capacity() > 0 {
+                    self.rbuf = Vec::new();
+                    self.rpos = 0;
+                    self.rend = 0;
+                    self.data = (0, 0);
+                }
+                self.inner.poll_read_ready(cx)
+            }
             // Nothing to read before a write starts the handshake.
             Phase::Deferred(_) => {
                 self.parked[READER] = Some(cx.waker().clone());

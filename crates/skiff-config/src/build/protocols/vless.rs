@@ -11,10 +11,12 @@ use super::common::{email, level, server_address, server_port};
 use super::fallbacks::fallbacks;
 use crate::diag::Diagnostic;
 use crate::plan::{VlessClient, VlessInbound, VlessOutbound};
-use crate::raw::settings::{RawVlessUser, RawVnext, VlessInboundSettings, VlessOutboundSettings};
+use crate::raw::settings::{RawVlessUser, VlessInboundSettings, VlessOutboundSettings};
 use crate::source::Loc;
 
 const VISION: &str = "xtls-rprx-vision";
+/// The protocol's name in messages.
+const PROTO: &str = "VLESS";
 
 pub fn inbound(
     s: VlessInboundSettings,
@@ -35,7 +37,7 @@ pub fn inbound(
     let mut emails = HashSet::new();
     for (i, raw) in s.clients.iter().flatten().enumerate() {
         let cloc = loc.key("clients").index(i);
-        let id = user_id(raw.id.as_deref(), &cloc, diags);
+        let id = user_id(raw.id.as_deref(), PROTO, &cloc, diags);
         flow(raw.flow.as_deref(), &cloc, diags);
         if raw.encryption.is_some() {
             diags.push(
@@ -68,8 +70,8 @@ pub fn outbound(
             return None;
         }
         (Some(vnext), false) => {
-            let (server, sloc) = one_server(vnext, loc, diags)?;
-            let (user, uloc) = one_user(server, &sloc, diags)?;
+            let (server, sloc) = one_server(vnext, PROTO, loc, diags)?;
+            let (user, uloc) = one_user(server.users.as_deref(), PROTO, &sloc, diags)?;
             (
                 (server.address.as_deref(), sloc.key("address")),
                 (server.port, sloc.key("port")),
@@ -97,9 +99,9 @@ pub fn outbound(
             return None;
         }
     };
-    let address = server_address(address.0, &address.1, "VLESS", diags);
-    let port = server_port(port.0, &port.1, "VLESS", diags);
-    let id = user_id(user.id.as_deref(), &uloc, diags);
+    let address = server_address(address.0, &address.1, PROTO, diags);
+    let port = server_port(port.0, &port.1, PROTO, diags);
+    let id = user_id(user.id.as_deref(), PROTO, &uloc, diags);
     match user.encryption.as_deref() {
         Some("none") => {}
         None => diags.push(
@@ -123,21 +125,26 @@ pub fn outbound(
     })
 }
 
-fn one_server<'a>(
-    vnext: &'a [RawVnext],
+/// The one `vnext` entry skiff supports (Xray 26 requires exactly one too). `proto` names the
+/// protocol in messages.
+pub(super) fn one_server<'a, T>(
+    vnext: &'a [T],
+    proto: &str,
     loc: &Loc,
     diags: &mut Vec<Diagnostic>,
-) -> Option<(&'a RawVnext, Loc)> {
+) -> Option<(&'a T, Loc)> {
     let vloc = loc.key("vnext");
     match vnext {
         [] => {
-            diags.push(vloc.error("`vnext` is empty: a VLESS outbound needs one server"));
+            diags.push(vloc.error(format!(
+                "`vnext` is empty: a {proto} outbound needs one server"
+            )));
             None
         }
         [server] => Some((server, vloc.index(0))),
         _ => {
             diags.push(vloc.index(1).error(format!(
-                "{} servers are listed, but this version of skiff supports exactly one server per VLESS outbound",
+                "{} servers are listed, but this version of skiff supports exactly one server per {proto} outbound",
                 vnext.len()
             )));
             None
@@ -145,28 +152,31 @@ fn one_server<'a>(
     }
 }
 
-fn one_user<'a>(
-    server: &'a RawVnext,
+/// The one user of a server entry (`loc`) skiff supports.
+pub(super) fn one_user<'a, U>(
+    users: Option<&'a [U]>,
+    proto: &str,
     loc: &Loc,
     diags: &mut Vec<Diagnostic>,
-) -> Option<(&'a RawVlessUser, Loc)> {
+) -> Option<(&'a U, Loc)> {
     let uloc = loc.key("users");
-    match server.users.as_deref() {
+    match users {
         None => {
-            diags.push(
-                loc.key("users")
-                    .error("missing `users`: a VLESS server entry needs one user"),
-            );
+            diags.push(uloc.error(format!(
+                "missing `users`: a {proto} server entry needs one user"
+            )));
             None
         }
         Some([]) => {
-            diags.push(uloc.error("`users` is empty: a VLESS server entry needs one user"));
+            diags.push(uloc.error(format!(
+                "`users` is empty: a {proto} server entry needs one user"
+            )));
             None
         }
         Some([user]) => Some((user, uloc.index(0))),
         Some(users) => {
             diags.push(uloc.index(1).error(format!(
-                "{} users are listed, but this version of skiff supports exactly one user per VLESS server",
+                "{} users are listed, but this version of skiff supports exactly one user per {proto} server",
                 users.len()
             )));
             None
@@ -175,7 +185,12 @@ fn one_user<'a>(
 }
 
 /// `id`: a UUID or a 1-30 byte string mapped as Xray does. `loc` is the user object.
-fn user_id(id: Option<&str>, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Option<[u8; 16]> {
+pub(super) fn user_id(
+    id: Option<&str>,
+    proto: &str,
+    loc: &Loc,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<[u8; 16]> {
     let Some(id) = id else {
         diags.push(loc.key("id").error("missing `id`"));
         return None;
@@ -183,7 +198,7 @@ fn user_id(id: Option<&str>, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Option<[
     match UserId::parse(id) {
         Ok(id) => Some(*id.as_bytes()),
         Err(e) => {
-            diags.push(loc.key("id").error(format!("invalid VLESS id: {e}")));
+            diags.push(loc.key("id").error(format!("invalid {proto} id: {e}")));
             None
         }
     }

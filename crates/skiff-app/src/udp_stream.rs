@@ -1,6 +1,7 @@
-//! VLESS UDP (command 0x02, vless.md §4.2) on the inbound side: the client's length-prefixed
-//! packets go to the routed outbound's packet conversation, to the one destination of the
-//! request header; every datagram that comes back is framed the same way towards the client.
+//! UDP carried in one proxy stream (VLESS and VMess command 0x02, vless.md §4.2, vmess.md
+//! §4.4) on the inbound side: the client's datagrams go to the routed outbound's packet
+//! conversation, to the one destination of the request header; every datagram that comes back
+//! goes to the client the same way, framed by the protocol's halves.
 //!
 //! The connection ends when the client closes it (after `downlinkOnly` more of replies), when
 //! nothing moved either way for `connIdle`, or when the client's stream is cut inside a packet.
@@ -11,8 +12,8 @@ use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use skiff_core::{Address, BoxStream, Metadata, Network, PacketConn};
-use skiff_proto::vless::packet::{VlessPacketStream, VlessPacketWriter};
+use skiff_core::{Address, Metadata, Network, PacketConn};
+use skiff_proto::datagram::{self, BoxDatagramRecv, BoxDatagramSend, DatagramSend};
 use tokio::io::ReadBuf;
 use tokio::time::{Instant, timeout};
 use tracing::{debug, info};
@@ -67,14 +68,16 @@ enum UplinkEnd {
     Failed(io::Error),
 }
 
-/// Serves one accepted VLESS UDP request to `destination` until it ends.
+/// Serves one accepted UDP request to `destination` until it ends, moving datagrams through
+/// the protocol's halves.
 pub async fn serve(
     shared: &Shared,
     inbound: &InboundHandler,
     mut meta: Metadata,
     destination: Address,
-    stream: BoxStream,
+    (mut reader, mut writer): (BoxDatagramRecv, BoxDatagramSend),
 ) {
+    let protocol = inbound.protocol_name();
     meta.network = Network::Udp;
     meta.destination = Some(destination.clone());
     let outbound = shared.pick(&meta).await;
@@ -96,7 +99,7 @@ pub async fn serve(
                     meta.source, destination, inbound.tag, outbound.tag, e
                 ));
             }
-            debug!(%destination, outbound = %outbound.tag, error = %e, "VLESS UDP: outbound bind failed");
+            debug!(%destination, outbound = %outbound.tag, error = %e, "{protocol} UDP: outbound bind failed");
             return;
         }
     };
@@ -108,18 +111,17 @@ pub async fn serve(
     }
     let counters = shared.counters(inbound, outbound, &meta);
     let policy = shared.level(meta.level);
-    let (mut reader, mut writer) = VlessPacketStream::new(stream).into_split();
     let activity = Activity::new();
 
     let uplink = async {
         loop {
-            match reader.recv_packet().await {
+            match datagram::recv(&mut *reader).await {
                 Ok(Some(packet)) => {
                     activity.touch();
                     counters.uplink.add(packet.len() as u64);
                     // A datagram the outbound cannot send is lost, as on any UDP path.
                     if let Err(e) = conn.send_to(&packet, &destination).await {
-                        debug!(%destination, len = packet.len(), error = %e, "VLESS UDP: datagram not sent");
+                        debug!(%destination, len = packet.len(), error = %e, "{protocol} UDP: datagram not sent");
                     }
                 }
                 Ok(None) => return UplinkEnd::Closed,
@@ -130,7 +132,7 @@ pub async fn serve(
             }
         }
     };
-    let mut downlink = pin!(downlink(&*conn, &mut writer, &activity, |n| {
+    let mut downlink = pin!(downlink(&*conn, &mut *writer, &activity, |n| {
         counters.downlink.add(n as u64)
     }));
 
@@ -145,7 +147,7 @@ pub async fn serve(
                 }
             }
             UplinkEnd::Cut(e) => {
-                info!(source = %meta.source, %destination, error = %e, "VLESS UDP: client stream cut inside a packet; closing");
+                info!(source = %meta.source, %destination, error = %e, "{protocol} UDP: client stream cut inside a packet; closing");
                 return;
             }
             UplinkEnd::Failed(e) => format!("failed: {e}"),
@@ -153,7 +155,7 @@ pub async fn serve(
         r = &mut downlink => downlink_end(r),
         _ = activity.idle(policy.conn_idle) => "idle timeout".to_string(),
     };
-    debug!(source = %meta.source, %destination, "VLESS UDP connection {end}");
+    debug!(source = %meta.source, %destination, "{protocol} UDP connection {end}");
 }
 
 fn downlink_end(result: io::Result<()>) -> String {
@@ -166,18 +168,18 @@ fn downlink_end(result: io::Result<()>) -> String {
 /// Frames every datagram the outbound receives towards the client. Only errors end it.
 async fn downlink(
     conn: &dyn PacketConn,
-    writer: &mut VlessPacketWriter,
+    writer: &mut dyn DatagramSend,
     activity: &Activity,
     count: impl Fn(usize),
 ) -> io::Result<()> {
     let mut buf = vec![0u8; DATAGRAM_MAX];
     loop {
         let mut read = ReadBuf::new(&mut buf);
-        // VLESS UDP carries no per-packet address: whoever answered, it goes to the client.
+        // These streams carry no per-packet address: whoever answered, it goes to the client.
         poll_fn(|cx| conn.poll_recv_from(cx, &mut read)).await?;
         let data = read.filled();
         activity.touch();
         count(data.len());
-        writer.send(data).await?;
+        datagram::send(writer, data).await?;
     }
 }

@@ -1,0 +1,25 @@
+//! Reaching a proxy server: TCP with no delay, or through a chained outbound
+//! (`proxySettings.tag`). The transport layers (TLS, WebSocket) come on top, in the caller.
+
+use std::io;
+use std::sync::Arc;
+
+use skiff_core::{Address, BoxStream, Metadata, Outbound};
+use tokio::net::TcpStream;
+
+/// Connects to `server` directly, or through `via` when the outbound is chained.
+pub async fn dial(
+    server: &Address,
+    via: Option<&Arc<dyn Outbound>>,
+    meta: &Metadata,
+) -> io::Result<BoxStream> {
+    if let Some(via) = via {
+        return via.connect(meta, server).await;
+    }
+    let stream = match server {
+        Address::Ip(sa) => TcpStream::connect(sa).await?,
+        Address::Domain(host, port) => TcpStream::connect((host.as_str(), *port)).await?,
+    };
+    stream.set_nodelay(true)?;
+    Ok(Box::new(stream))
+}
