@@ -2,6 +2,7 @@
 //! outbound → relay), UDP sessions, access log and graceful shutdown.
 
 mod access_log;
+mod activity;
 mod dial;
 mod dispatch;
 mod fallback;

@@ -17,7 +17,6 @@ use skiff_proto::trojan::client;
 use skiff_proto::trojan::codec::{Command, PasswordHash};
 use skiff_proto::trojan::packet::TrojanPacketStream;
 use tokio::io::ReadBuf;
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::task::AbortHandle;
@@ -51,18 +50,9 @@ async fn dial(
     via: Option<&Arc<dyn Outbound>>,
     meta: &Metadata,
 ) -> io::Result<BoxStream> {
-    let stream: BoxStream = match via {
-        Some(via) => via.connect(meta, server).await?,
-        None => {
-            let stream = match server {
-                Address::Ip(sa) => TcpStream::connect(sa).await?,
-                Address::Domain(host, port) => TcpStream::connect((host.as_str(), *port)).await?,
-            };
-            stream.set_nodelay(true)?;
-            Box::new(stream)
-        }
-    };
-    layers.wrap(stream).await
+    layers
+        .wrap(crate::dial::dial(server, via, meta).await?)
+        .await
 }
 
 impl Outbound for TrojanOutbound {

@@ -13,7 +13,6 @@
 use std::collections::HashMap;
 use std::future::poll_fn;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -25,9 +24,9 @@ use skiff_proto::shadowsocks::{Method, udp, unix_now};
 use tokio::io::ReadBuf;
 use tokio::net::UdpSocket;
 use tokio::sync::watch;
-use tokio::time::Instant;
 use tracing::debug;
 
+use crate::activity::Activity;
 use crate::inbound::InboundHandler;
 use crate::shared::Shared;
 use crate::udp::MAX_UDP_SESSIONS;
@@ -45,29 +44,6 @@ enum SessionKey {
     Source(SocketAddr),
     /// 2022: the client's session id.
     Client(u64),
-}
-
-/// Milliseconds since the session started at its last datagram.
-struct Activity {
-    start: Instant,
-    last_ms: AtomicU64,
-}
-
-impl Activity {
-    fn new() -> Activity {
-        Activity {
-            start: Instant::now(),
-            last_ms: AtomicU64::new(0),
-        }
-    }
-    fn touch(&self) {
-        let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last_ms.store(ms, Ordering::Relaxed);
-    }
-    fn idle_for(&self) -> Duration {
-        let now = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
-        Duration::from_millis(now.saturating_sub(self.last_ms.load(Ordering::Relaxed)))
-    }
 }
 
 /// How replies are sealed.

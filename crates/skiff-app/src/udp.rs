@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,9 +14,9 @@ use skiff_proto::socks;
 use tokio::io::{AsyncReadExt, ReadBuf};
 use tokio::net::UdpSocket;
 use tokio::sync::watch;
-use tokio::time::Instant;
 use tracing::debug;
 
+use crate::activity::Activity;
 use crate::inbound::InboundHandler;
 use crate::shared::Shared;
 
@@ -27,29 +26,6 @@ pub const MAX_UDP_SESSIONS: usize = 4096;
 
 /// Largest datagram we relay (the UDP maximum).
 const DATAGRAM_MAX: usize = 65_535;
-
-/// Monotonic "last seen" clock in milliseconds since the session started.
-struct Activity {
-    start: Instant,
-    last_ms: AtomicU64,
-}
-
-impl Activity {
-    fn new() -> Activity {
-        Activity {
-            start: Instant::now(),
-            last_ms: AtomicU64::new(0),
-        }
-    }
-    fn touch(&self) {
-        let ms = self.start.elapsed().as_millis() as u64;
-        self.last_ms.store(ms, Ordering::Relaxed);
-    }
-    fn idle_for(&self) -> Duration {
-        let now = self.start.elapsed().as_millis() as u64;
-        Duration::from_millis(now.saturating_sub(self.last_ms.load(Ordering::Relaxed)))
-    }
-}
 
 struct Session {
     conn: BoxPacketConn,

@@ -9,15 +9,15 @@
 use std::future::poll_fn;
 use std::io;
 use std::pin::pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use skiff_core::{Address, Metadata, Network, PacketConn};
 use skiff_proto::datagram::{self, BoxDatagramRecv, BoxDatagramSend, DatagramSend};
 use tokio::io::ReadBuf;
-use tokio::time::{Instant, timeout};
+use tokio::time::timeout;
 use tracing::{debug, info};
 
+use crate::activity::Activity;
 use crate::inbound::InboundHandler;
 use crate::shared::Shared;
 
@@ -25,38 +25,6 @@ use crate::shared::Shared;
 const BIND_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest datagram a UDP socket can hand us.
 const DATAGRAM_MAX: usize = 65_535;
-
-/// When a datagram last moved, in milliseconds since `start`; shared by both directions.
-pub(crate) struct Activity {
-    start: Instant,
-    last_ms: AtomicU64,
-}
-
-impl Activity {
-    pub(crate) fn new() -> Activity {
-        Activity {
-            start: Instant::now(),
-            last_ms: AtomicU64::new(0),
-        }
-    }
-
-    pub(crate) fn touch(&self) {
-        let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last_ms.store(ms, Ordering::Relaxed);
-    }
-
-    /// Resolves once nothing moved for `limit`.
-    pub(crate) async fn idle(&self, limit: Duration) {
-        loop {
-            let last = Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
-            let deadline = self.start + last + limit;
-            if Instant::now() >= deadline {
-                return;
-            }
-            tokio::time::sleep_until(deadline).await;
-        }
-    }
-}
 
 /// Why the client's direction stopped.
 enum UplinkEnd {

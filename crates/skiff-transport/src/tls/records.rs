@@ -391,15 +391,9 @@ fn drain_plaintext(mut reader: rustls::Reader<'_>) -> io::Result<(Vec<u8>, bool)
     }
 }
 
-/// The server side after its handshake: our record layer for TLS 1.3, rustls otherwise.
-pub(crate) fn server_stream(
-    tls: tokio_rustls::server::TlsStream<ReadAhead>,
-) -> io::Result<BoxStream> {
-    let (io, conn) = tls.get_ref();
-    if !can_take_over(io, conn) {
-        return Ok(Box::new(TlsProxyStream::server(tls)));
-    }
-    let (io, mut conn) = tls.into_inner();
+/// Moves a finished handshake to [`RecordStream`]: the bytes rustls did not see, the
+/// plaintext it already decrypted, and the traffic keys.
+fn take_over(io: ReadAhead, mut conn: rustls::Connection) -> io::Result<BoxStream> {
     let (plaintext, peer_closed) = drain_plaintext(conn.reader())?;
     let secrets = conn.dangerous_extract_secrets().map_err(io::Error::other)?;
     let (inner, leftover) = io.into_parts();
@@ -414,6 +408,18 @@ pub(crate) fn server_stream(
     )?))
 }
 
+/// The server side after its handshake: our record layer for TLS 1.3, rustls otherwise.
+pub(crate) fn server_stream(
+    tls: tokio_rustls::server::TlsStream<ReadAhead>,
+) -> io::Result<BoxStream> {
+    let (io, conn) = tls.get_ref();
+    if !can_take_over(io, conn) {
+        return Ok(Box::new(TlsProxyStream::server(tls)));
+    }
+    let (io, conn) = tls.into_inner();
+    take_over(io, rustls::Connection::from(conn))
+}
+
 /// The client side after its handshake: our record layer for TLS 1.3, rustls otherwise.
 pub(crate) fn client_stream(
     tls: tokio_rustls::client::TlsStream<ReadAhead>,
@@ -422,19 +428,8 @@ pub(crate) fn client_stream(
     if !can_take_over(io, conn) {
         return Ok(Box::new(TlsProxyStream::client(tls)));
     }
-    let (io, mut conn) = tls.into_inner();
-    let (plaintext, peer_closed) = drain_plaintext(conn.reader())?;
-    let secrets = conn.dangerous_extract_secrets().map_err(io::Error::other)?;
-    let (inner, leftover) = io.into_parts();
-    super::RECORD_LAYER_TAKEOVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    Ok(Box::new(RecordStream::new(
-        inner,
-        leftover,
-        plaintext,
-        peer_closed,
-        secrets.tx,
-        secrets.rx,
-    )?))
+    let (io, conn) = tls.into_inner();
+    take_over(io, rustls::Connection::from(conn))
 }
 
 #[cfg(test)]
