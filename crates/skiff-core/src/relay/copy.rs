@@ -76,7 +76,16 @@ impl CopyState {
                     return Poll::Ready(Ok(CopyEnd::BothRaw));
                 }
                 if self.buf.is_none() {
-                    ready!(reader.poll_read_ready(cx))?;
+                    if let Poll::Ready(ready) = reader.poll_read_ready(cx) {
+                        ready?;
+                    } else {
+                        // A quiet reader must not stall the writer: a stream that buffers
+                        // (WebSocket, TLS) may still hold bytes from the last write, and only
+                        // flushing drives them out. Without this a connection whose client
+                        // waits for an answer hangs with its last bytes inside Skiff.
+                        ready!(Pin::new(&mut *writer).poll_flush(cx))?;
+                        return Poll::Pending;
+                    }
                     self.buf = Some(Box::new_uninit_slice(BUFFER_SIZE));
                 }
                 let Some(buf) = self.buf.as_deref_mut() else {

@@ -258,3 +258,6 @@ impl Pump for HybridPump<'_> {
         )
     }
 }
+
+#[cfg(test)]
+mod tests;
