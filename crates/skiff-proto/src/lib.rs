@@ -4,6 +4,7 @@
 pub mod blackhole;
 pub mod datagram;
 pub mod freedom;
+mod header_first;
 pub mod http;
 pub mod proxy_protocol;
 pub mod shadowsocks;

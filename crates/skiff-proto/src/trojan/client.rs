@@ -4,12 +4,13 @@
 
 use std::io;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker, ready};
+use std::task::{Context, Poll};
 
 use skiff_core::{Address, BoxStream, ProxyStream};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::codec::{Command, PasswordHash, Request, encode_request};
+use crate::header_first::HeaderFirst;
 
 /// At most this many payload bytes ride in the same write as the request header: together
 /// they stay within one TLS record, which is all trojan-gfw's server reads before deciding.
@@ -34,108 +35,18 @@ pub fn connect(
         destination: destination.clone(),
     };
     let mut out = Vec::new();
-    let failed = encode_request(&request, &mut out)
-        .err()
-        .map(|e| e.to_string());
+    let encoded = encode_request(&request, &mut out)
+        .map(|()| out)
+        .map_err(|e| e.to_string());
     Box::new(TrojanClientStream {
         inner: stream,
-        out,
-        out_pos: 0,
-        write: if failed.is_some() {
-            WriteState::Failed
-        } else {
-            WriteState::Unsent
-        },
-        failed,
-        parked_writer: None,
+        header: HeaderFirst::new("Trojan", encoded, FIRST_PAYLOAD_MAX),
     })
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum WriteState {
-    /// `out` holds the request header; nothing written yet.
-    Unsent,
-    /// `out[out_pos..]` (header, maybe with first payload) is still to be written.
-    Draining,
-    /// The header is out: writes go straight through.
-    Done,
-    /// The request could not be encoded.
-    Failed,
 }
 
 struct TrojanClientStream {
     inner: BoxStream,
-    /// The request header, then the header with the first payload; freed once written.
-    out: Vec<u8>,
-    out_pos: usize,
-    write: WriteState,
-    failed: Option<String>,
-    /// A writer that waits for `out` to drain while a reader may be the one finishing it.
-    parked_writer: Option<Waker>,
-}
-
-impl TrojanClientStream {
-    fn request_error(&self) -> io::Error {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "cannot encode Trojan request: {}",
-                self.failed.as_deref().unwrap_or("unknown error")
-            ),
-        )
-    }
-
-    /// Writes what is left of `out`. Ready(Ok) once the header (and first payload) are out.
-    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.write {
-            WriteState::Done => return Poll::Ready(Ok(())),
-            WriteState::Failed => return Poll::Ready(Err(self.request_error())),
-            WriteState::Unsent => self.write = WriteState::Draining,
-            WriteState::Draining => {}
-        }
-        while self.out_pos < self.out.len() {
-            let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &self.out[self.out_pos..]))?;
-            if n == 0 {
-                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
-            }
-            self.out_pos += n;
-        }
-        self.out = Vec::new();
-        self.out_pos = 0;
-        self.write = WriteState::Done;
-        if let Some(waker) = self.parked_writer.take() {
-            waker.wake();
-        }
-        Poll::Ready(Ok(()))
-    }
-
-    /// Drains `out` on behalf of a writer, remembering it so a reader finishing the drain wakes
-    /// it (the inner stream keeps only the last waker per direction).
-    fn poll_drain_as_writer(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let poll = self.poll_drain(cx);
-        if poll.is_pending() {
-            match &self.parked_writer {
-                Some(waker) if waker.will_wake(cx.waker()) => {}
-                _ => self.parked_writer = Some(cx.waker().clone()),
-            }
-        }
-        poll
-    }
-
-    /// On the read side: a client that reads before writing still has to send the header, or
-    /// the server never answers.
-    fn kick_from_reader(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
-        match self.write {
-            WriteState::Unsent | WriteState::Draining => match self.poll_drain(cx) {
-                Poll::Ready(result) => result,
-                // Whoever finishes the write, the reader is woken by the inner read it
-                // registers next.
-                Poll::Pending => Ok(()),
-            },
-            WriteState::Failed => Err(self.request_error()),
-            WriteState::Done => Ok(()),
-        }
-    }
+    header: HeaderFirst,
 }
 
 impl AsyncRead for TrojanClientStream {
@@ -145,8 +56,8 @@ impl AsyncRead for TrojanClientStream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if this.write != WriteState::Done {
-            this.kick_from_reader(cx)?;
+        if !this.header.is_done() {
+            this.header.kick_from_reader(&mut this.inner, cx)?;
         }
         Pin::new(&mut this.inner).poll_read(cx, buf)
     }
@@ -159,24 +70,7 @@ impl AsyncWrite for TrojanClientStream {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        match this.write {
-            WriteState::Done => Pin::new(&mut this.inner).poll_write(cx, buf),
-            WriteState::Unsent if !buf.is_empty() => {
-                // Header and first payload in one write. The copied bytes are ours now: they
-                // count as written even if the inner write has to wait.
-                let take = buf.len().min(FIRST_PAYLOAD_MAX);
-                this.out.reserve_exact(take);
-                this.out.extend_from_slice(&buf[..take]);
-                match this.poll_drain_as_writer(cx) {
-                    Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
-                    _ => Poll::Ready(Ok(take)),
-                }
-            }
-            _ => {
-                ready!(this.poll_drain_as_writer(cx))?;
-                Pin::new(&mut this.inner).poll_write(cx, buf)
-            }
-        }
+        this.header.poll_write(&mut this.inner, cx, buf)
     }
 
     fn poll_write_vectored(
@@ -185,14 +79,7 @@ impl AsyncWrite for TrojanClientStream {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        if this.write == WriteState::Done {
-            return Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
-        }
-        let first = bufs
-            .iter()
-            .find(|b| !b.is_empty())
-            .map_or(&[][..], |b| &**b);
-        Pin::new(this).poll_write(cx, first)
+        this.header.poll_write_vectored(&mut this.inner, cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -201,14 +88,12 @@ impl AsyncWrite for TrojanClientStream {
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        ready!(this.poll_drain_as_writer(cx))?;
-        Pin::new(&mut this.inner).poll_flush(cx)
+        this.header.poll_flush(&mut this.inner, cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        ready!(this.poll_drain_as_writer(cx))?;
-        Pin::new(&mut this.inner).poll_shutdown(cx)
+        this.header.poll_shutdown(&mut this.inner, cx)
     }
 }
 
@@ -216,7 +101,7 @@ impl ProxyStream for TrojanClientStream {
     /// Once the request header is out the wrapper adds nothing: the relay may splice the
     /// socket underneath (only ever raw when Trojan runs without TLS, as Xray allows).
     fn raw_tcp(&self) -> Option<&tokio::net::TcpStream> {
-        if self.write == WriteState::Done {
+        if self.header.is_done() {
             self.inner.raw_tcp()
         } else {
             None
@@ -228,8 +113,8 @@ impl ProxyStream for TrojanClientStream {
     }
 
     fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.write != WriteState::Done
-            && let Err(error) = self.kick_from_reader(cx)
+        if !self.header.is_done()
+            && let Err(error) = self.header.kick_from_reader(&mut self.inner, cx)
         {
             return Poll::Ready(Err(error));
         }

@@ -3,13 +3,14 @@
 
 use std::io;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker, ready};
+use std::task::{Context, Poll, ready};
 
 use skiff_core::{Address, BoxStream, ProxyStream};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::codec::{Command, Parsed, Request, VERSION, encode_request, parse_response_header};
 use super::user::UserId;
+use crate::header_first::HeaderFirst;
 
 /// At most this many payload bytes ride in the same write as the request header.
 const FIRST_PAYLOAD_MAX: usize = 8 * 1024;
@@ -41,116 +42,28 @@ pub fn connect(
         destination: command.has_destination().then(|| destination.clone()),
     };
     let mut out = Vec::new();
-    let failed = encode_request(&request, &mut out)
-        .err()
-        .map(|e| e.to_string());
+    let encoded = encode_request(&request, &mut out)
+        .map(|()| out)
+        .map_err(|e| e.to_string());
     Box::new(VlessClientStream {
         inner: stream,
-        out,
-        out_pos: 0,
-        write: if failed.is_some() {
-            WriteState::Failed
-        } else {
-            WriteState::Unsent
-        },
-        failed,
-        parked_writer: None,
+        header: HeaderFirst::new("VLESS", encoded, FIRST_PAYLOAD_MAX),
         resp: [0; MAX_RESPONSE_HEADER_LEN],
         resp_len: 0,
         resp_done: false,
     })
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum WriteState {
-    /// `out` holds the request header; nothing written yet.
-    Unsent,
-    /// `out[out_pos..]` (header, maybe with first payload) is still to be written.
-    Draining,
-    /// The header is out: writes go straight through.
-    Done,
-    /// The request could not be encoded.
-    Failed,
-}
-
 struct VlessClientStream {
     inner: BoxStream,
-    /// The request header, then the header with the first payload; freed once written.
-    out: Vec<u8>,
-    out_pos: usize,
-    write: WriteState,
-    failed: Option<String>,
-    /// A writer that waits for `out` to drain while a reader may be the one finishing it.
-    parked_writer: Option<Waker>,
+    /// The request header, sent with the first payload.
+    header: HeaderFirst,
     resp: [u8; MAX_RESPONSE_HEADER_LEN],
     resp_len: usize,
     resp_done: bool,
 }
 
 impl VlessClientStream {
-    fn request_error(&self) -> io::Error {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "cannot encode VLESS request: {}",
-                self.failed.as_deref().unwrap_or("unknown error")
-            ),
-        )
-    }
-
-    /// Writes what is left of `out`. Ready(Ok) once the header (and first payload) are out.
-    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.write {
-            WriteState::Done => return Poll::Ready(Ok(())),
-            WriteState::Failed => return Poll::Ready(Err(self.request_error())),
-            WriteState::Unsent => self.write = WriteState::Draining,
-            WriteState::Draining => {}
-        }
-        while self.out_pos < self.out.len() {
-            let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &self.out[self.out_pos..]))?;
-            if n == 0 {
-                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
-            }
-            self.out_pos += n;
-        }
-        self.out = Vec::new();
-        self.out_pos = 0;
-        self.write = WriteState::Done;
-        if let Some(waker) = self.parked_writer.take() {
-            waker.wake();
-        }
-        Poll::Ready(Ok(()))
-    }
-
-    /// Drains `out` on behalf of a writer, remembering it so a reader finishing the drain wakes
-    /// it (the inner stream keeps only the last waker per direction).
-    fn poll_drain_as_writer(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let poll = self.poll_drain(cx);
-        if poll.is_pending() {
-            match &self.parked_writer {
-                Some(waker) if waker.will_wake(cx.waker()) => {}
-                _ => self.parked_writer = Some(cx.waker().clone()),
-            }
-        }
-        poll
-    }
-
-    /// On the read side: a client that reads before writing still has to send the header,
-    /// or the server never answers. A writer parked on the same drain is woken when the
-    /// reader finishes it.
-    fn kick_from_reader(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
-        match self.write {
-            WriteState::Unsent | WriteState::Draining => match self.poll_drain(cx) {
-                Poll::Ready(result) => result,
-                // The response cannot arrive before the header is out; whoever finishes the
-                // write, the reader is woken by the inner read it registers next.
-                Poll::Pending => Ok(()),
-            },
-            WriteState::Failed => Err(self.request_error()),
-            WriteState::Done => Ok(()),
-        }
-    }
-
     /// Consumes response header bytes from the front of `data`; returns how many.
     fn eat_response(&mut self, data: &[u8]) -> io::Result<usize> {
         let mut used = 0;
@@ -195,8 +108,8 @@ impl AsyncRead for VlessClientStream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if this.write != WriteState::Done {
-            this.kick_from_reader(cx)?;
+        if !this.header.is_done() {
+            this.header.kick_from_reader(&mut this.inner, cx)?;
         }
         if this.resp_done || buf.remaining() == 0 {
             return Pin::new(&mut this.inner).poll_read(cx, buf);
@@ -233,24 +146,7 @@ impl AsyncWrite for VlessClientStream {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        match this.write {
-            WriteState::Done => Pin::new(&mut this.inner).poll_write(cx, buf),
-            WriteState::Unsent if !buf.is_empty() => {
-                // Header and first payload in one write. The copied bytes are ours now: they
-                // count as written even if the inner write has to wait.
-                let take = buf.len().min(FIRST_PAYLOAD_MAX);
-                this.out.reserve_exact(take);
-                this.out.extend_from_slice(&buf[..take]);
-                match this.poll_drain_as_writer(cx) {
-                    Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
-                    _ => Poll::Ready(Ok(take)),
-                }
-            }
-            _ => {
-                ready!(this.poll_drain_as_writer(cx))?;
-                Pin::new(&mut this.inner).poll_write(cx, buf)
-            }
-        }
+        this.header.poll_write(&mut this.inner, cx, buf)
     }
 
     fn poll_write_vectored(
@@ -259,14 +155,7 @@ impl AsyncWrite for VlessClientStream {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        if this.write == WriteState::Done {
-            return Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
-        }
-        let first = bufs
-            .iter()
-            .find(|b| !b.is_empty())
-            .map_or(&[][..], |b| &**b);
-        Pin::new(this).poll_write(cx, first)
+        this.header.poll_write_vectored(&mut this.inner, cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -275,14 +164,12 @@ impl AsyncWrite for VlessClientStream {
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        ready!(this.poll_drain_as_writer(cx))?;
-        Pin::new(&mut this.inner).poll_flush(cx)
+        this.header.poll_flush(&mut this.inner, cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        ready!(this.poll_drain_as_writer(cx))?;
-        Pin::new(&mut this.inner).poll_shutdown(cx)
+        this.header.poll_shutdown(&mut this.inner, cx)
     }
 }
 
@@ -290,7 +177,7 @@ impl ProxyStream for VlessClientStream {
     /// Once the request header is out and the response header stripped, the wrapper adds
     /// nothing: the relay may splice the socket underneath.
     fn raw_tcp(&self) -> Option<&tokio::net::TcpStream> {
-        if self.write == WriteState::Done && self.resp_done {
+        if self.header.is_done() && self.resp_done {
             self.inner.raw_tcp()
         } else {
             None
@@ -306,8 +193,8 @@ impl ProxyStream for VlessClientStream {
     }
 
     fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.write != WriteState::Done
-            && let Err(error) = self.kick_from_reader(cx)
+        if !self.header.is_done()
+            && let Err(error) = self.header.kick_from_reader(&mut self.inner, cx)
         {
             return Poll::Ready(Err(error));
         }

@@ -1,0 +1,196 @@
+//! The write side of a client that must send a request header before any payload (VLESS,
+//! Trojan): the header rides in the same write as the first payload (up to a limit), or goes
+//! alone when the client reads, flushes or shuts down first. After that, writes pass through.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker, ready};
+
+use skiff_core::BoxStream;
+use tokio::io::AsyncWrite;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// `out` holds the request header; nothing written yet.
+    Unsent,
+    /// `out[out_pos..]` (header, maybe with first payload) is still to be written.
+    Draining,
+    /// The header is out: writes go straight through.
+    Done,
+    /// The request could not be encoded.
+    Failed,
+}
+
+pub(crate) struct HeaderFirst {
+    /// The request header, then the header with the first payload; freed once written.
+    out: Vec<u8>,
+    out_pos: usize,
+    state: State,
+    /// Why the request could not be encoded, reported on the first I/O.
+    failed: Option<String>,
+    /// Names the protocol in that report.
+    protocol: &'static str,
+    /// At most this many payload bytes ride with the header.
+    first_payload_max: usize,
+    /// A writer that waits for `out` to drain while a reader may be the one finishing it.
+    parked_writer: Option<Waker>,
+}
+
+impl HeaderFirst {
+    /// `encoded` is the request header, or why it could not be encoded.
+    pub(crate) fn new(
+        protocol: &'static str,
+        encoded: Result<Vec<u8>, String>,
+        first_payload_max: usize,
+    ) -> HeaderFirst {
+        let (out, state, failed) = match encoded {
+            Ok(out) => (out, State::Unsent, None),
+            Err(why) => (Vec::new(), State::Failed, Some(why)),
+        };
+        HeaderFirst {
+            out,
+            out_pos: 0,
+            state,
+            failed,
+            protocol,
+            first_payload_max,
+            parked_writer: None,
+        }
+    }
+
+    /// The header is out: the wrapper adds nothing to writes any more.
+    pub(crate) fn is_done(&self) -> bool {
+        self.state == State::Done
+    }
+
+    fn request_error(&self) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "cannot encode {} request: {}",
+                self.protocol,
+                self.failed.as_deref().unwrap_or("unknown error")
+            ),
+        )
+    }
+
+    /// Writes what is left of `out`. Ready(Ok) once the header (and first payload) are out.
+    fn poll_drain(&mut self, inner: &mut BoxStream, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.state {
+            State::Done => return Poll::Ready(Ok(())),
+            State::Failed => return Poll::Ready(Err(self.request_error())),
+            State::Unsent => self.state = State::Draining,
+            State::Draining => {}
+        }
+        while self.out_pos < self.out.len() {
+            let n = ready!(Pin::new(&mut *inner).poll_write(cx, &self.out[self.out_pos..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.out_pos += n;
+        }
+        self.out = Vec::new();
+        self.out_pos = 0;
+        self.state = State::Done;
+        if let Some(waker) = self.parked_writer.take() {
+            waker.wake();
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Drains `out` on behalf of a writer, remembering it so a reader finishing the drain
+    /// wakes it (the inner stream keeps only the last waker per direction).
+    fn poll_drain_as_writer(
+        &mut self,
+        inner: &mut BoxStream,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        let poll = self.poll_drain(inner, cx);
+        if poll.is_pending() {
+            match &self.parked_writer {
+                Some(waker) if waker.will_wake(cx.waker()) => {}
+                _ => self.parked_writer = Some(cx.waker().clone()),
+            }
+        }
+        poll
+    }
+
+    /// On the read side: a client that reads before writing still has to send the header, or
+    /// the server never answers.
+    pub(crate) fn kick_from_reader(
+        &mut self,
+        inner: &mut BoxStream,
+        cx: &mut Context<'_>,
+    ) -> io::Result<()> {
+        match self.state {
+            State::Unsent | State::Draining => match self.poll_drain(inner, cx) {
+                Poll::Ready(result) => result,
+                // Whoever finishes the write, the reader is woken by the inner read it
+                // registers next.
+                Poll::Pending => Ok(()),
+            },
+            State::Failed => Err(self.request_error()),
+            State::Done => Ok(()),
+        }
+    }
+
+    pub(crate) fn poll_write(
+        &mut self,
+        inner: &mut BoxStream,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.state {
+            State::Done => Pin::new(inner).poll_write(cx, buf),
+            State::Unsent if !buf.is_empty() => {
+                // Header and first payload in one write. The copied bytes are ours now: they
+                // count as written even if the inner write has to wait.
+                let take = buf.len().min(self.first_payload_max);
+                self.out.reserve_exact(take);
+                self.out.extend_from_slice(&buf[..take]);
+                match self.poll_drain_as_writer(inner, cx) {
+                    Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
+                    _ => Poll::Ready(Ok(take)),
+                }
+            }
+            _ => {
+                ready!(self.poll_drain_as_writer(inner, cx))?;
+                Pin::new(inner).poll_write(cx, buf)
+            }
+        }
+    }
+
+    pub(crate) fn poll_write_vectored(
+        &mut self,
+        inner: &mut BoxStream,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        if self.state == State::Done {
+            return Pin::new(inner).poll_write_vectored(cx, bufs);
+        }
+        let first = bufs
+            .iter()
+            .find(|b| !b.is_empty())
+            .map_or(&[][..], |b| &**b);
+        self.poll_write(inner, cx, first)
+    }
+
+    pub(crate) fn poll_flush(
+        &mut self,
+        inner: &mut BoxStream,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        ready!(self.poll_drain_as_writer(inner, cx))?;
+        Pin::new(inner).poll_flush(cx)
+    }
+
+    pub(crate) fn poll_shutdown(
+        &mut self,
+        inner: &mut BoxStream,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        ready!(self.poll_drain_as_writer(inner, cx))?;
+        Pin::new(inner).poll_shutdown(cx)
+    }
+}
