@@ -31,10 +31,12 @@ fn server() -> VlessServer {
             VlessUser {
                 id: UserId::parse("someone-else").unwrap(),
                 email: Some("other@example".into()),
+                vision: false,
             },
             VlessUser {
                 id: user(),
                 email: Some("me@example".into()),
+                vision: false,
             },
         ],
     }

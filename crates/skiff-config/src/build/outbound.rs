@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::unique_tags::UniqueTags;
 use super::{error_count, protocols, stream};
 use crate::diag::Diagnostic;
-use crate::plan::OutboundPlan;
+use crate::plan::{OutboundPlan, OutboundProtocol};
 use crate::raw::bounds::RawOutbound;
 use crate::raw::{Damage, Item};
 
@@ -68,6 +68,14 @@ fn build_outbound(item: &Item<RawOutbound>, diags: &mut Vec<Diagnostic>) -> Opti
     }
     let protocol =
         protocols::outbound_protocol(raw.protocol.as_deref(), raw.settings.as_ref(), loc, diags);
+    if let Some(OutboundProtocol::Vless(v)) = &protocol
+        && v.flow.is_vision()
+        && !stream.is_raw_tls()
+    {
+        diags.push(loc.key("streamSettings").error(
+            "XTLS Vision (flow \"xtls-rprx-vision\") needs raw TCP with TLS: set network \"tcp\" and security \"tls\"",
+        ));
+    }
     if error_count(diags) > before {
         return None;
     }
