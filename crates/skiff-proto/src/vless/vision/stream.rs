@@ -165,6 +165,7 @@ impl VisionStream {
                 switch.read_direct();
                 self.read_mode = Mode::Direct;
                 DIRECT_READS.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(side = ?self.side, "Vision: the peer went direct, reading the bare socket");
             }
             Finish::End | Finish::NotPadded => self.read_mode = Mode::Plain,
         }
@@ -362,6 +363,7 @@ impl VisionStream {
             switch.write_direct();
             self.write_mode = Mode::Direct;
             DIRECT_WRITES.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(side = ?self.side, "Vision: inner TLS 1.3 application data, writing the bare socket");
         }
         Poll::Ready(Ok(()))
     }
