@@ -56,10 +56,21 @@ fn server_config(port: u16, cert: &Path, key: &Path, log: &Path) -> String {
 }
 
 fn client_config(listen: u16, target: u16, server: u16, pin: &str, log: &Path) -> String {
+    client_config_for("tcp", listen, target, server, pin, log)
+}
+
+fn client_config_for(
+    network: &str,
+    listen: u16,
+    target: u16,
+    server: u16,
+    pin: &str,
+    log: &Path,
+) -> String {
     serde_json::json!({
         "log": { "loglevel": "debug", "error": log, "access": "none" },
         "inbounds": [{ "listen": "127.0.0.1", "port": listen, "protocol": "dokodemo-door",
-            "settings": { "address": "127.0.0.1", "port": target, "network": "tcp" } }],
+            "settings": { "address": "127.0.0.1", "port": target, "network": network } }],
         "outbounds": [{ "protocol": "vless",
             "settings": { "vnext": [{ "address": "127.0.0.1", "port": server,
                 "users": [{ "id": UUID, "encryption": "none", "flow": "xtls-rprx-vision" }] }] },
@@ -236,6 +247,133 @@ fn run_case(xray: &Path, xray_is_client: bool) {
             "{side} did not go direct both ways; log:\n{}",
             text.lines().rev().take(60).collect::<Vec<_>>().join("\n")
         );
+    }
+}
+
+/// UDP under Vision: Xray's client sends it as XUDP (Mux), Skiff's as VLESS UDP without the
+/// flow; either server takes the other's. 200 datagrams to a local echo come back intact.
+fn run_udp_case(xray: &Path, xray_is_client: bool) {
+    let dir = TempDir::new(if xray_is_client {
+        "vision-udp-xray-client"
+    } else {
+        "vision-udp-xray-server"
+    });
+    let (cert, key) = certificate(dir.path());
+    let echo = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    echo.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let echo_port = echo.local_addr().unwrap().port();
+    let echo_thread = std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        for _ in 0..1000 {
+            let Ok((n, from)) = echo.recv_from(&mut buf) else {
+                return;
+            };
+            let _ = echo.send_to(&buf[..n], from);
+        }
+    });
+    let (b_port, c_port) = (free_port(), free_port());
+    let (c_log, b_log) = (dir.path().join("c.log"), dir.path().join("b.log"));
+    let server = server_config(c_port, &cert, &key, &c_log);
+    let client = client_config_for("udp", b_port, echo_port, c_port, &pin(&cert), &b_log);
+    let (_c, _b);
+    if xray_is_client {
+        (_c, _) = start_skiff(dir.path(), "c", &server, &[c_port]);
+        _b = start_xray_udp(xray, dir.path(), "b", &client, b_port);
+    } else {
+        _c = start_xray(xray, dir.path(), "c", &server, c_port);
+        (_b, _) = start_skiff_udp(dir.path(), "b", &client, b_port);
+    }
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .unwrap();
+    let mut echoed = 0;
+    let mut buf = [0u8; 2048];
+    for i in 0..200u32 {
+        let datagram: Vec<u8> = (0..(1 + i * 7 % 1200)).map(|j| (i + j) as u8).collect();
+        socket.send_to(&datagram, ("127.0.0.1", b_port)).unwrap();
+        if let Ok(n) = socket.recv(&mut buf) {
+            assert_eq!(&buf[..n], &datagram[..], "datagram {i} came back changed");
+            echoed += 1;
+        }
+    }
+    assert_eq!(echoed, 200, "datagrams echoed intact");
+    drop(socket);
+    let _ = echo_thread;
+}
+
+/// Xray with a UDP listener: wait for the UDP port (the TCP one does not exist).
+fn start_xray_udp(xray: &Path, dir: &Path, name: &str, config: &str, port: u16) -> Proc {
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, config).unwrap();
+    let out = dir.join(format!("{name}.out"));
+    let file = std::fs::File::create(&out).unwrap();
+    let child = Command::new(xray)
+        .arg("run")
+        .arg("-c")
+        .arg(&path)
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .spawn()
+        .unwrap();
+    wait_udp(port);
+    Proc {
+        child,
+        what: "xray",
+    }
+}
+
+fn start_skiff_udp(dir: &Path, name: &str, config: &str, port: u16) -> (Proc, PathBuf) {
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, config).unwrap();
+    let log = dir.join(format!("{name}.log"));
+    let file = std::fs::File::create(&log).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_skiff"))
+        .args(["run", "-c"])
+        .arg(&path)
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .spawn()
+        .unwrap();
+    wait_udp(port);
+    (
+        Proc {
+            child,
+            what: "skiff",
+        },
+        log,
+    )
+}
+
+/// Waits (bounded) until a UDP socket is bound on 127.0.0.1:`port`, read from /proc.
+fn wait_udp(port: u16) {
+    let wanted = format!("0100007F:{port:04X}");
+    for _ in 0..400 {
+        let table = std::fs::read_to_string("/proc/net/udp").unwrap_or_default();
+        if table
+            .lines()
+            .any(|l| l.split_whitespace().nth(1) == Some(&wanted))
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("nothing bound UDP port {port}");
+}
+
+#[test]
+fn xray_client_skiff_server_vision_udp() {
+    if let Some(xray) = xray() {
+        run_udp_case(&xray, true);
+    }
+}
+
+#[test]
+fn skiff_client_xray_server_vision_udp() {
+    if let Some(xray) = xray() {
+        run_udp_case(&xray, false);
     }
 }
 

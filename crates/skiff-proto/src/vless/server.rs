@@ -75,6 +75,13 @@ pub enum VlessAccept {
         stream: BoxStream,
         user: Option<String>,
     },
+    /// A Mux.Cool connection (command 0x03; Xray clients send UDP this way, as XUDP): the
+    /// response header is written (or, under Vision, rides with the first frame) and `stream`
+    /// carries Mux frames, for [`crate::mux::accept_udp`].
+    Mux {
+        stream: BoxStream,
+        user: Option<String>,
+    },
     /// Not a VLESS request for a known user (bad version, unknown id, or the connection ended
     /// before the id was complete): hand the connection to a fallback. `stream` replays every
     /// byte read so far; nothing has been written.
@@ -152,12 +159,7 @@ pub async fn accept<S: ProxyStream>(
         };
         let vision = vision_requested(&request, known)?;
         let destination = match (request.command, request.destination) {
-            (Command::Mux, _) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::Unsupported,
-                    "VLESS Mux (command 0x03) is not supported",
-                ));
-            }
+            (Command::Mux, _) => Address::Domain("v1.mux.cool".into(), 0),
             (Command::Reverse, _) => {
                 return Err(io::Error::new(
                     io::ErrorKind::Unsupported,
@@ -185,6 +187,7 @@ pub async fn accept<S: ProxyStream>(
             with_prefix(payload, stream)
         };
         return Ok(match request.command {
+            Command::Mux => VlessAccept::Mux { stream, user },
             Command::Udp => VlessAccept::Udp {
                 destination,
                 stream,
