@@ -1,0 +1,13 @@
+//! Sans-IO KCP packet layer, byte-compatible with kcp-go 5.6 as used by kcptun 20210922.
+//!
+//! Datagrams in, datagrams out: [`KcpSession`] owns one KCP conversation together with its
+//! Reed-Solomon FEC state and its packet cipher. No sockets, no clocks, no threads: the caller
+//! passes the time in milliseconds and moves the bytes.
+
+mod config;
+mod error;
+mod session;
+
+pub use config::{Crypt, KcpConfig};
+pub use error::KcpError;
+pub use session::{KcpSession, KcpStats, peek_conv};
