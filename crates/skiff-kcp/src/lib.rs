@@ -7,6 +7,9 @@
 mod config;
 mod error;
 mod session;
+/// kcptun's stream layers above KCP: snappy framing and smux.
+pub mod smux;
+pub mod snappy_frame;
 
 pub use config::{Crypt, KcpConfig};
 pub use error::KcpError;
