@@ -7,6 +7,7 @@ mod dial;
 mod dispatch;
 mod fallback;
 mod inbound;
+pub mod kcp;
 mod memory;
 mod outbound_shadowsocks;
 mod outbound_trojan;
