@@ -9,6 +9,7 @@ mod fallback;
 mod inbound;
 pub mod kcp;
 mod memory;
+mod outbound_kcptun;
 mod outbound_shadowsocks;
 mod outbound_trojan;
 mod outbound_vless;

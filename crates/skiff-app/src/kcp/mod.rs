@@ -54,3 +54,20 @@ pub(crate) fn tune_socket(socket: &tokio::net::UdpSocket, params: &TunnelParams)
         }
     }
 }
+
+impl TunnelParams {
+    /// The runtime form of a kcptun plan's tuning.
+    pub fn from_plan(t: &skiff_config::KcptunTuning) -> TunnelParams {
+        let mut smux = SmuxConfig::kcptun(t.smux_version);
+        smux.max_receive_buffer = t.smux_buf;
+        smux.max_stream_buffer = t.stream_buf;
+        smux.keepalive_interval_ms = t.keepalive_secs.saturating_mul(1000);
+        TunnelParams {
+            kcp: t.kcp.clone(),
+            smux,
+            compress: t.compress,
+            dscp: t.dscp,
+            sockbuf: t.sockbuf,
+        }
+    }
+}

@@ -45,8 +45,8 @@ impl AsyncRead for KcpStream {
             StreamRead::Data(n) => {
                 buf.advance(n);
                 // A read may have queued a window update or reopened the receive budget.
-                let poke = inner.smux.pending_output() > 0
-                    || (!could_receive && inner.smux.wants_input());
+                let poke =
+                    inner.smux.pending_output() > 0 || (!could_receive && inner.smux.wants_input());
                 drop(inner);
                 if poke {
                     self.conn.poke.notify_one();
