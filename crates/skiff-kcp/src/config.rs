@@ -10,6 +10,9 @@ pub enum Crypt {
     Aes192,
     Salsa20,
     Xor,
+    /// TEA with kcp-go's 16 rounds.
+    Tea,
+    Xtea,
 }
 
 impl Crypt {
@@ -22,6 +25,8 @@ impl Crypt {
             "aes-192" => Ok(Crypt::Aes192),
             "salsa20" => Ok(Crypt::Salsa20),
             "xor" => Ok(Crypt::Xor),
+            "tea" => Ok(Crypt::Tea),
+            "xtea" => Ok(Crypt::Xtea),
             other => Err(KcpError::UnknownCrypt(other.to_string())),
         }
     }

@@ -5,9 +5,11 @@
 //! passes the time in milliseconds and moves the bytes.
 
 mod config;
+mod crypt;
 mod error;
 mod session;
 
 pub use config::{Crypt, KcpConfig};
+pub use crypt::derive_key;
 pub use error::KcpError;
 pub use session::{KcpSession, KcpStats, peek_conv};
