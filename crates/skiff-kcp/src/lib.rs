@@ -7,6 +7,9 @@
 mod config;
 mod crypt;
 mod error;
+mod fec;
+mod gf;
+mod segment;
 mod session;
 
 pub use config::{Crypt, KcpConfig};
