@@ -4,6 +4,7 @@
 //! Reed-Solomon FEC state and its packet cipher. No sockets, no clocks, no threads: the caller
 //! passes the time in milliseconds and moves the bytes.
 
+mod arq;
 mod config;
 mod crypt;
 mod error;
