@@ -180,10 +180,6 @@ impl Kcp {
         self.stream = stream;
     }
 
-    pub(crate) fn mss(&self) -> usize {
-        self.mss
-    }
-
     pub(crate) fn is_dead(&self) -> bool {
         self.dead
     }
@@ -391,8 +387,7 @@ impl Kcp {
         count
     }
 
-    fn parse_data(&mut self, sn: u32, frg: u8, ts: u32, data: &[u8]) {
-        let _ = ts;
+    fn parse_data(&mut self, sn: u32, frg: u8, data: &[u8]) {
         if itimediff(sn, self.rcv_nxt.wrapping_add(self.rcv_wnd)) >= 0
             || itimediff(sn, self.rcv_nxt) < 0
         {
@@ -475,7 +470,7 @@ impl Kcp {
                     if itimediff(h.sn, self.rcv_nxt.wrapping_add(self.rcv_wnd)) < 0 {
                         self.acklist.push((h.sn, h.ts));
                         if itimediff(h.sn, self.rcv_nxt) >= 0 {
-                            self.parse_data(h.sn, h.frg, h.ts, payload);
+                            self.parse_data(h.sn, h.frg, payload);
                         }
                     }
                 }
