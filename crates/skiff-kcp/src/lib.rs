@@ -9,6 +9,8 @@ mod config;
 mod crypt;
 mod error;
 mod fec;
+#[doc(hidden)]
+pub mod fuzz;
 mod gf;
 mod segment;
 mod session;
