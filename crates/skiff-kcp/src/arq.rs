@@ -26,6 +26,8 @@ const PROBE_INIT: u32 = 7000;
 const PROBE_LIMIT: u32 = 120_000;
 /// kcp-go caps the MTU at the Ethernet payload size.
 pub(crate) const MTU_LIMIT: usize = 1500;
+/// Spare segment buffers kept for reuse.
+const SEGMENT_POOL_LIMIT: usize = 64;
 
 pub(crate) fn itimediff(later: u32, earlier: u32) -> i32 {
     later.wrapping_sub(earlier) as i32
@@ -217,8 +219,9 @@ impl Kcp {
     }
 
     fn recycle(&mut self, seg: Segment) {
-        // Enough spare buffers for a full window; beyond that give memory back.
-        if self.pool.len() < (self.snd_wnd.max(self.rcv_wnd) as usize).min(4096) {
+        // A few spare buffers save allocator round trips; more would pin an idle session's
+        // memory at its busiest moment.
+        if self.pool.len() < SEGMENT_POOL_LIMIT {
             self.pool.push(seg.data);
         }
     }

@@ -1,7 +1,7 @@
 //! Session-level tests: the spec's live datagrams, a lossy in-memory link, robustness.
 
 use proptest::prelude::*;
-use skiff_kcp::{Crypt, KcpConfig, KcpSession, peek_conv};
+use skiff_kcp::{Crypt, KcpConfig, KcpError, KcpSession, peek_conv};
 
 fn hex(s: &str) -> Vec<u8> {
     let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
@@ -147,6 +147,10 @@ fn kcptun_defaults_and_modes() {
     assert_eq!(m, before);
     assert!(m.apply_mode("turbo").is_err());
     assert_eq!(Crypt::parse("aes-192").unwrap(), Crypt::Aes192);
+    assert!(matches!(
+        Crypt::parse("sm4"),
+        Err(KcpError::UnsupportedCrypt(_))
+    ));
     let err = Crypt::parse("rot13").unwrap_err();
     assert!(err.to_string().contains("rot13"));
 }
