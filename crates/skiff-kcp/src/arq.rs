@@ -469,14 +469,13 @@ impl Kcp {
                         _ => h.ts,
                     });
                 }
-                CMD_PUSH => {
-                    if itimediff(h.sn, self.rcv_nxt.wrapping_add(self.rcv_wnd)) < 0 {
-                        self.acklist.push((h.sn, h.ts));
-                        if itimediff(h.sn, self.rcv_nxt) >= 0 {
-                            self.parse_data(h.sn, h.frg, payload);
-                        }
+                CMD_PUSH if itimediff(h.sn, self.rcv_nxt.wrapping_add(self.rcv_wnd)) < 0 => {
+                    self.acklist.push((h.sn, h.ts));
+                    if itimediff(h.sn, self.rcv_nxt) >= 0 {
+                        self.parse_data(h.sn, h.frg, payload);
                     }
                 }
+                CMD_PUSH => {} // beyond our receive window: not even acked (kcp-go)
                 CMD_WASK => self.probe |= ASK_TELL,
                 _ => {} // WINS: the window field above was the news.
             }

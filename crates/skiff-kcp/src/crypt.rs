@@ -68,10 +68,8 @@ fn pbkdf2_sha1(secret: &[u8], salt: &[u8], iterations: u32, out: &mut [u8]) {
 /// One configured packet cipher.
 pub(crate) enum Cipher {
     None,
-    Aes {
-        enc: EncryptingKey,
-        dec: DecryptingKey,
-    },
+    /// Boxed: aws-lc key schedules are about 1 KiB, the other variants a few words.
+    Aes(Box<(EncryptingKey, DecryptingKey)>),
     Salsa20 {
         key: [u8; 32],
     },
@@ -95,7 +93,7 @@ impl Cipher {
                 .map_err(bad)?;
             let dec = DecryptingKey::cfb128(UnboundCipherKey::new(alg, bytes).map_err(bad)?)
                 .map_err(bad)?;
-            Ok(Cipher::Aes { enc, dec })
+            Ok(Cipher::Aes(Box::new((enc, dec))))
         };
         match crypt {
             Crypt::None => Ok(Cipher::None),
@@ -121,7 +119,8 @@ impl Cipher {
     pub(crate) fn encrypt(&self, buf: &mut [u8]) -> bool {
         match self {
             Cipher::None => true,
-            Cipher::Aes { enc, .. } => enc
+            Cipher::Aes(keys) => keys
+                .0
                 .less_safe_encrypt(buf, EncryptionContext::Iv128(FixedLength::from(CFB_IV)))
                 .is_ok(),
             Cipher::Salsa20 { key } => {
@@ -147,7 +146,8 @@ impl Cipher {
     pub(crate) fn decrypt(&self, buf: &mut [u8]) -> bool {
         match self {
             Cipher::None => true,
-            Cipher::Aes { dec, .. } => dec
+            Cipher::Aes(keys) => keys
+                .1
                 .decrypt(buf, DecryptionContext::Iv128(FixedLength::from(CFB_IV)))
                 .is_ok(),
             Cipher::Salsa20 { key } => {

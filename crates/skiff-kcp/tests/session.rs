@@ -189,7 +189,7 @@ impl Link {
     fn carry(&mut self, from: &mut KcpSession, now: u32) {
         let mut d = Vec::new();
         while from.poll_datagram(&mut d) {
-            if self.rng.next() % 10 == 0 {
+            if self.rng.next().is_multiple_of(10) {
                 continue;
             }
             let at = now + 5 + (self.rng.next() % 21) as u32;
