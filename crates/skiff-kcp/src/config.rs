@@ -10,6 +10,9 @@ pub enum Crypt {
     Aes192,
     Salsa20,
     Xor,
+    /// TEA with kcp-go's 16 rounds.
+    Tea,
+    Xtea,
 }
 
 impl Crypt {
@@ -22,6 +25,13 @@ impl Crypt {
             "aes-192" => Ok(Crypt::Aes192),
             "salsa20" => Ok(Crypt::Salsa20),
             "xor" => Ok(Crypt::Xor),
+            "tea" => Ok(Crypt::Tea),
+            "xtea" => Ok(Crypt::Xtea),
+            "blowfish" | "twofish" | "cast5" | "3des" | "sm4" => {
+                Err(KcpError::UnsupportedCrypt(name.to_string()))
+            }
+            // kcptun itself falls back to aes for unknown names; silently picking a cipher the
+            // user did not name would only fail later as checksum errors, so say it now.
             other => Err(KcpError::UnknownCrypt(other.to_string())),
         }
     }
@@ -30,18 +40,31 @@ impl Crypt {
 /// Everything one KCP session needs, in kcptun's vocabulary.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KcpConfig {
+    /// `--crypt`.
     pub crypt: Crypt,
+    /// `--key`; the cipher key is PBKDF2-HMAC-SHA1(key, "kcp-go", 4096).
     pub key: String,
+    /// `--nodelay`: 30 ms minimum RTO and gentler backoff.
     pub nodelay: bool,
+    /// `--interval`: flush timer, clamped to 10..=5000 ms.
     pub interval_ms: u32,
+    /// `--resend`: fast retransmit after this many skipping acks (0 = off).
     pub resend: u32,
+    /// `--nc`: no congestion window.
     pub no_congestion: bool,
+    /// `--sndwnd` in segments (0 keeps the library default 32).
     pub snd_wnd: u16,
+    /// `--rcvwnd` in segments (0 keeps the library default 32).
     pub rcv_wnd: u16,
+    /// `--mtu`: largest UDP payload, 50..=1500.
     pub mtu: usize,
+    /// `--datashard` (FEC off if this or `parity_shards` is 0).
     pub data_shards: usize,
+    /// `--parityshard`.
     pub parity_shards: usize,
+    /// `--acknodelay`: send acks as soon as segments arrive.
     pub ack_nodelay: bool,
+    /// Stream mode (kcptun always sets it): writes are merged into full segments.
     pub stream_mode: bool,
 }
 
