@@ -71,3 +71,6 @@ impl TunnelParams {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
