@@ -44,16 +44,10 @@ fn binaries() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
 
 /// kcptun's flags for `case` (windows, mode, mtu stay kcptun's defaults on both sides).
 fn kcptun_flags(case: Case) -> Vec<String> {
-    let mut flags: Vec<String> = [
-        "--key",
-        KEY,
-        "--crypt",
-        case.crypt,
-        "--quiet",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut flags: Vec<String> = ["--key", KEY, "--crypt", case.crypt, "--quiet"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     flags.extend([
         "--datashard".into(),
         case.fec.0.to_string(),
@@ -109,7 +103,11 @@ fn wait_udp(proc: &mut Proc, port: u16, log: &Path) {
                 std::fs::read_to_string(log).unwrap_or_default()
             );
         }
-        assert!(Instant::now() < deadline, "{} never bound UDP {port}", proc.what);
+        assert!(
+            Instant::now() < deadline,
+            "{} never bound UDP {port}",
+            proc.what
+        );
         thread::sleep(Duration::from_millis(25));
     }
 }
@@ -271,7 +269,10 @@ fn skiff_to_kcptun_server(case: Case, tag: &str) {
     let (mut skiff, skiff_log) = start_skiff(dir.path(), "skiff", &config, &[entry]);
     check_bulk(entry, target_rx, &up, &down);
     common::assert_healthy(&mut skiff, &skiff_log);
-    assert!(server.child.try_wait().unwrap().is_none(), "kcptun-server exited");
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "kcptun-server exited"
+    );
 }
 
 const NONE_FEC_V1_SNAPPY: Case = Case {

@@ -39,7 +39,12 @@ async fn echo_round_trip(version: u8, compress: bool, size: usize) {
             let _ = w.shutdown().await;
         });
     });
-    tokio::spawn(server::serve(socket, params(false, version, compress), on_stream, stop));
+    tokio::spawn(server::serve(
+        socket,
+        params(false, version, compress),
+        on_stream,
+        stop,
+    ));
     let client = KcpClient::new(params(true, version, compress), Address::Ip(addr), 1);
     let stream = client.open().await.unwrap();
     let (mut r, mut w) = tokio::io::split(stream);

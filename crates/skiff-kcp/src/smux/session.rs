@@ -414,6 +414,10 @@ impl Session {
         if let Some(e) = &self.error {
             return Err(e.clone());
         }
+        if self.bucket <= 0 {
+            // Reading is paused by our own readers, not by a silent peer.
+            self.last_recv_ms = now_ms;
+        }
         if elapsed(self.next_keepalive_ms, now_ms) {
             self.push(Cmd::Nop, 0, &[]);
             self.next_keepalive_ms = now_ms.wrapping_add(self.config.keepalive_interval_ms);
