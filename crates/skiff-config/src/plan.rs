@@ -629,6 +629,8 @@ pub struct KcptunOutbound {
 pub struct KcptunTuning {
     /// crypt, key, mode (applied), mtu, windows, FEC shards, acknodelay.
     pub kcp: skiff_kcp::KcpConfig,
+    /// `crypt` as written (lowercased), for messages.
+    pub crypt_name: String,
     /// `nocomp` negated: snappy framing on (kcptun's default).
     pub compress: bool,
     /// `smuxver`, 1 (default) or 2.
@@ -652,6 +654,7 @@ impl std::fmt::Debug for KcptunTuning {
         kcp.key = "<redacted>".into();
         f.debug_struct("KcptunTuning")
             .field("kcp", &kcp)
+            .field("crypt_name", &self.crypt_name)
             .field("compress", &self.compress)
             .field("smux_version", &self.smux_version)
             .field("smux_buf", &self.smux_buf)

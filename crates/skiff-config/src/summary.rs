@@ -627,8 +627,8 @@ fn level_changes(level: &LevelPolicy) -> Vec<String> {
 /// The kcptun settings both ends must agree on, in kcptun's words.
 fn kcptun_tuning(t: &crate::plan::KcptunTuning) -> String {
     format!(
-        "crypt {:?}, FEC {}/{}, smux v{}, {}",
-        t.kcp.crypt,
+        "crypt {}, FEC {}/{}, smux v{}, {}",
+        t.crypt_name,
         t.kcp.data_shards,
         t.kcp.parity_shards,
         t.smux_version,

@@ -107,8 +107,12 @@ fn tuning(
     if let Some(key) = &t.key {
         kcp.key = key.clone();
     }
-    if let Some(name) = t.crypt.as_deref() {
-        let name = name.trim().to_ascii_lowercase();
+    let crypt_name = t
+        .crypt
+        .as_deref()
+        .map_or_else(|| "aes".to_owned(), |n| n.trim().to_ascii_lowercase());
+    if t.crypt.is_some() {
+        let name = crypt_name.clone();
         match Crypt::parse(&name) {
             Ok(c) => kcp.crypt = c,
             Err(_) if KCPTUN_CRYPTS.contains(&name.as_str()) => diags.push(loc.key("crypt").error(
@@ -187,6 +191,7 @@ fn tuning(
     }
     Some(KcptunTuning {
         kcp,
+        crypt_name,
         compress: !t.nocomp.unwrap_or(false),
         smux_version,
         smux_buf,
