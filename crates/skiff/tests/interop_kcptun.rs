@@ -3,7 +3,8 @@
 //! Skiff (tunnel inbound → kcptun outbound) → kcptun-server → the local target.
 //!
 //! The matrix covers crypt none/aes/salsa20, FEC 10/3 and 0/0, smux v1 and v2, snappy on and
-//! off, each value at least once per direction. Each case moves `BULK` bytes each way at once
+//! off, each value at least once per direction, plus four smux streams on one session at once
+//! (aes-128, 4 MiB each way each). The single-stream cases move `BULK` bytes each way at once
 //! (half noise, half compressible text, so snappy writes both chunk kinds), SHA-256 checked:
 //! the target sends its bytes while it reads the client's, the client half-closes only after
 //! it has read everything (kcptun closes both directions when one ends).
@@ -126,26 +127,32 @@ fn payload(seed: u64, len: usize) -> Vec<u8> {
     out
 }
 
-/// A target for one connection: sends `down` while reading until EOF; reports the SHA-256 and
-/// length of what it read.
-fn target(down: Vec<u8>) -> (u16, mpsc::Receiver<([u8; 32], usize)>) {
+/// A target for `conns` connections: each is sent `down` while it is read until EOF; reports
+/// the SHA-256 and length of what each one read.
+fn target(down: Vec<u8>, conns: usize) -> (u16, mpsc::Receiver<([u8; 32], usize)>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let (tx, rx) = mpsc::channel();
+    let down = std::sync::Arc::new(down);
     thread::spawn(move || {
-        let Ok((mut conn, _)) = listener.accept() else {
-            return;
-        };
-        conn.set_read_timeout(Some(LIMIT)).unwrap();
-        conn.set_write_timeout(Some(LIMIT)).unwrap();
-        let mut writer = conn.try_clone().unwrap();
-        let sender = thread::spawn(move || {
-            let _ = writer.write_all(&down);
-            writer
-        });
-        let (digest, n) = hash_to_eof(&mut conn);
-        let _ = tx.send((digest, n));
-        drop(sender.join());
+        for _ in 0..conns {
+            let Ok((mut conn, _)) = listener.accept() else {
+                return;
+            };
+            let (tx, down) = (tx.clone(), down.clone());
+            thread::spawn(move || {
+                conn.set_read_timeout(Some(LIMIT)).unwrap();
+                conn.set_write_timeout(Some(LIMIT)).unwrap();
+                let mut writer = conn.try_clone().unwrap();
+                let sender = thread::spawn(move || {
+                    let _ = writer.write_all(&down);
+                    writer
+                });
+                let (digest, n) = hash_to_eof(&mut conn);
+                let _ = tx.send((digest, n));
+                drop(sender.join());
+            });
+        }
     });
     (port, rx)
 }
@@ -195,26 +202,45 @@ fn sha(data: &[u8]) -> [u8; 32] {
     Sha256::digest(data).into()
 }
 
-/// Runs one exchange through the tunnel entered at `entry`, checking both directions.
-fn check_bulk(entry: u16, target_rx: mpsc::Receiver<([u8; 32], usize)>, up: &[u8], down: &[u8]) {
-    let (down_digest, down_len) = client_exchange(entry, up.to_vec(), down.len());
-    assert_eq!(down_len, down.len(), "download length");
-    assert!(down_digest == sha(down), "download digest differs");
-    let (up_digest, up_len) = target_rx
-        .recv_timeout(LIMIT)
-        .expect("target reported within the limit");
-    assert_eq!(up_len, up.len(), "upload length");
-    assert!(up_digest == sha(up), "upload digest differs");
+/// Runs `conns` exchanges at once through the tunnel entered at `entry` (kcptun: one smux
+/// stream each), checking both directions of every one.
+fn check_bulk(
+    entry: u16,
+    conns: usize,
+    target_rx: mpsc::Receiver<([u8; 32], usize)>,
+    up: &[u8],
+    down: &[u8],
+) {
+    let clients: Vec<_> = (0..conns)
+        .map(|_| {
+            let (up, down_len) = (up.to_vec(), down.len());
+            thread::spawn(move || client_exchange(entry, up, down_len))
+        })
+        .collect();
+    let want_down = sha(down);
+    for client in clients {
+        let (down_digest, down_len) = client.join().unwrap();
+        assert_eq!(down_len, down.len(), "download length");
+        assert!(down_digest == want_down, "download digest differs");
+    }
+    let want_up = sha(up);
+    for _ in 0..conns {
+        let (up_digest, up_len) = target_rx
+            .recv_timeout(LIMIT)
+            .expect("target reported within the limit");
+        assert_eq!(up_len, up.len(), "upload length");
+        assert!(up_digest == want_up, "upload digest differs");
+    }
 }
 
 /// kcptun-client → Skiff kcptun inbound → freedom → target.
-fn kcptun_client_to_skiff(case: Case, tag: &str) {
+fn kcptun_client_to_skiff(case: Case, tag: &str, conns: usize, size: usize) {
     let Some((client_bin, _)) = binaries() else {
         return;
     };
     let dir = TempDir::new(&format!("kcptun-in-{tag}"));
-    let (up, down) = (payload(1, BULK), payload(2, BULK));
-    let (target_port, target_rx) = target(down.clone());
+    let (up, down) = (payload(1, size), payload(2, size));
+    let (target_port, target_rx) = target(down.clone(), conns);
     let kcp_port = free_port();
     let config = format!(
         r#"{{"log": {{"loglevel": "warning"}},
@@ -235,18 +261,18 @@ fn kcptun_client_to_skiff(case: Case, tag: &str) {
     args.extend(kcptun_flags(case));
     let mut client = start_kcptun(&client_bin, dir.path(), "kcptun-client", &args);
     wait_ports(&mut client, &[local], &dir.path().join("kcptun-client.log"));
-    check_bulk(local, target_rx, &up, &down);
+    check_bulk(local, conns, target_rx, &up, &down);
     common::assert_healthy(&mut skiff, &skiff_log);
 }
 
 /// Skiff tunnel inbound → kcptun outbound → kcptun-server → target.
-fn skiff_to_kcptun_server(case: Case, tag: &str) {
+fn skiff_to_kcptun_server(case: Case, tag: &str, conns: usize, size: usize) {
     let Some((_, server_bin)) = binaries() else {
         return;
     };
     let dir = TempDir::new(&format!("kcptun-out-{tag}"));
-    let (up, down) = (payload(3, BULK), payload(4, BULK));
-    let (target_port, target_rx) = target(down.clone());
+    let (up, down) = (payload(3, size), payload(4, size));
+    let (target_port, target_rx) = target(down.clone(), conns);
     let kcp_port = free_port();
     let mut args = vec![
         "-l".to_string(),
@@ -267,7 +293,7 @@ fn skiff_to_kcptun_server(case: Case, tag: &str) {
         skiff_tuning(case)
     );
     let (mut skiff, skiff_log) = start_skiff(dir.path(), "skiff", &config, &[entry]);
-    check_bulk(entry, target_rx, &up, &down);
+    check_bulk(entry, conns, target_rx, &up, &down);
     common::assert_healthy(&mut skiff, &skiff_log);
     assert!(
         server.child.try_wait().unwrap().is_none(),
@@ -294,27 +320,43 @@ const SALSA20_FEC_V2_SNAPPY: Case = Case {
     nocomp: false,
 };
 
+const AES128_NOFEC_V1_PLAIN: Case = Case {
+    crypt: "aes-128",
+    fec: (0, 0),
+    smuxver: 1,
+    nocomp: true,
+};
+
 #[test]
 fn kcptun_client_skiff_none_fec_v1_snappy() {
-    kcptun_client_to_skiff(NONE_FEC_V1_SNAPPY, "a");
+    kcptun_client_to_skiff(NONE_FEC_V1_SNAPPY, "a", 1, BULK);
 }
 #[test]
 fn kcptun_client_skiff_aes_nofec_v2_nocomp() {
-    kcptun_client_to_skiff(AES_NOFEC_V2_PLAIN, "b");
+    kcptun_client_to_skiff(AES_NOFEC_V2_PLAIN, "b", 1, BULK);
 }
 #[test]
 fn kcptun_client_skiff_salsa20_fec_v2_snappy() {
-    kcptun_client_to_skiff(SALSA20_FEC_V2_SNAPPY, "c");
+    kcptun_client_to_skiff(SALSA20_FEC_V2_SNAPPY, "c", 1, BULK);
+}
+/// Several smux streams on one KCP session at once.
+#[test]
+fn kcptun_client_skiff_aes128_nofec_v1_nocomp_4_streams() {
+    kcptun_client_to_skiff(AES128_NOFEC_V1_PLAIN, "d", 4, 4 * MIB);
 }
 #[test]
 fn skiff_kcptun_server_none_fec_v1_snappy() {
-    skiff_to_kcptun_server(NONE_FEC_V1_SNAPPY, "a");
+    skiff_to_kcptun_server(NONE_FEC_V1_SNAPPY, "a", 1, BULK);
 }
 #[test]
 fn skiff_kcptun_server_aes_nofec_v2_nocomp() {
-    skiff_to_kcptun_server(AES_NOFEC_V2_PLAIN, "b");
+    skiff_to_kcptun_server(AES_NOFEC_V2_PLAIN, "b", 1, BULK);
 }
 #[test]
 fn skiff_kcptun_server_salsa20_fec_v2_snappy() {
-    skiff_to_kcptun_server(SALSA20_FEC_V2_SNAPPY, "c");
+    skiff_to_kcptun_server(SALSA20_FEC_V2_SNAPPY, "c", 1, BULK);
+}
+#[test]
+fn skiff_kcptun_server_aes128_nofec_v1_nocomp_4_streams() {
+    skiff_to_kcptun_server(AES128_NOFEC_V1_PLAIN, "d", 4, 4 * MIB);
 }
