@@ -109,6 +109,22 @@ pub async fn serve_tcp(
     }
 }
 
+/// A stream some transport already accepted with its destination fixed (a kcptun inbound's
+/// smux stream): route, connect, relay, as for a dokodemo-door connection.
+pub async fn serve_stream(
+    shared: Arc<Shared>,
+    inbound: Arc<InboundHandler>,
+    stream: BoxStream,
+    source: SocketAddr,
+    local: SocketAddr,
+    destination: Address,
+) {
+    let mut meta = Metadata::new(inbound.tag.clone(), source, local);
+    meta.level = inbound.level;
+    meta.destination = Some(destination);
+    connect_and_relay(&shared, &inbound, meta, stream, Reply::None).await;
+}
+
 enum Handshake {
     Accepted(Accepted),
     /// Accepted for a user with a policy level of their own (VMess).
@@ -317,6 +333,9 @@ async fn handshake(
                 Some(limit),
             ))
             .await
+        }
+        InboundKind::Kcptun { .. } => {
+            Err(io::Error::other("kcptun inbounds take no TCP connections"))
         }
         InboundKind::Tunnel(_) => {
             let destination = tunnel_destination

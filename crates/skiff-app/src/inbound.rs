@@ -30,6 +30,11 @@ pub enum InboundKind {
     Shadowsocks(Arc<ShadowsocksServer>),
     /// Users and replay filters, shared by the inbound's connections.
     Vmess(Box<VmessServer>),
+    /// A kcptun server: KCP sessions on UDP, every smux stream to `target`.
+    Kcptun {
+        params: crate::kcp::TunnelParams,
+        target: Address,
+    },
 }
 
 pub struct InboundHandler {
@@ -136,6 +141,15 @@ impl InboundHandler {
                 ss.network.tcp,
                 ss.network.udp,
             ),
+            InboundProtocol::Kcptun(k) => (
+                InboundKind::Kcptun {
+                    params: crate::kcp::TunnelParams::from_plan(&k.tuning),
+                    target: Address::from_host(&k.target_host, k.target_port),
+                },
+                0,
+                false,
+                true,
+            ),
             InboundProtocol::Vmess(v) => {
                 let users: Vec<VmessUser> = v
                     .clients
@@ -182,6 +196,7 @@ impl InboundHandler {
             InboundKind::Trojan(_) => "trojan",
             InboundKind::Shadowsocks(_) => "shadowsocks",
             InboundKind::Vmess(_) => "vmess",
+            InboundKind::Kcptun { .. } => "kcptun",
         }
     }
 }

@@ -11,6 +11,9 @@ use skiff_proto::trojan::codec::PasswordHash;
 use skiff_proto::vless::user::UserId;
 use skiff_proto::vmess::{Security, VmessClient};
 
+use crate::kcp::TunnelParams;
+use crate::kcp::client::KcpClient;
+use crate::outbound_kcptun::KcptunOutbound;
 use crate::outbound_shadowsocks::ShadowsocksOutbound;
 use crate::outbound_trojan::TrojanOutbound;
 use crate::outbound_vless::VlessOutbound;
@@ -100,6 +103,14 @@ fn make(plan: &OutboundPlan, via: Option<Arc<dyn Outbound>>) -> Result<Arc<dyn O
             layers: OutboundLayers::build(&plan.stream, &ss.address)?,
             via,
         }),
+        OutboundProtocol::Kcptun(k) => {
+            let server = Address::from_host(&k.address, k.port);
+            Arc::new(KcptunOutbound {
+                client: KcpClient::new(TunnelParams::from_plan(&k.tuning), server.clone(), k.conn),
+                server,
+                told: Default::default(),
+            })
+        }
         OutboundProtocol::Vmess(v) => {
             let security = match v.security {
                 VmessSecurity::Auto => Security::Auto,

@@ -69,6 +69,7 @@ pub enum InboundProtocol {
     Trojan(TrojanInbound),
     Shadowsocks(ShadowsocksInbound),
     Vmess(VmessInbound),
+    Kcptun(KcptunInbound),
 }
 
 impl InboundProtocol {
@@ -142,6 +143,7 @@ pub enum OutboundProtocol {
     Trojan(TrojanOutbound),
     Shadowsocks(ShadowsocksOutbound),
     Vmess(VmessOutbound),
+    Kcptun(KcptunOutbound),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -628,5 +630,67 @@ pub struct PolicyPlan {
 impl PolicyPlan {
     pub fn level(&self, level: u32) -> LevelPolicy {
         self.levels.get(&level).copied().unwrap_or_default()
+    }
+}
+
+/// kcptun inbound `settings`: a kcptun server inside skiff. Listens on UDP only.
+#[derive(Clone, Debug)]
+pub struct KcptunInbound {
+    /// `target` "host:port" (kcptun-server's `-t`): where every smux stream goes, through
+    /// the router like a dokodemo-door connection.
+    pub target_host: String,
+    pub target_port: u16,
+    pub tuning: KcptunTuning,
+}
+
+/// kcptun outbound `settings`: a kcptun client inside skiff.
+#[derive(Clone, Debug)]
+pub struct KcptunOutbound {
+    pub address: String,
+    pub port: u16,
+    /// `conn`: KCP sessions used round-robin, default 1.
+    pub conn: usize,
+    pub tuning: KcptunTuning,
+}
+
+/// The kcptun tuning both sides share, kcptun's defaults filled in.
+#[derive(Clone)]
+pub struct KcptunTuning {
+    /// crypt, key, mode (applied), mtu, windows, FEC shards, acknodelay.
+    pub kcp: skiff_kcp::KcpConfig,
+    /// `crypt` as written (lowercased), for messages.
+    pub crypt_name: String,
+    /// `nocomp` negated: snappy framing on (kcptun's default).
+    pub compress: bool,
+    /// `smuxver`, 1 (default) or 2.
+    pub smux_version: u8,
+    /// `smuxbuf`, default 4194304.
+    pub smux_buf: usize,
+    /// `streambuf`, default 2097152.
+    pub stream_buf: usize,
+    /// `keepalive` in seconds, default 10.
+    pub keepalive_secs: u32,
+    /// `dscp`, default 0.
+    pub dscp: u8,
+    /// `sockbuf`, default 4194304.
+    pub sockbuf: usize,
+}
+
+/// Never prints the key.
+impl std::fmt::Debug for KcptunTuning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut kcp = self.kcp.clone();
+        kcp.key = "<redacted>".into();
+        f.debug_struct("KcptunTuning")
+            .field("kcp", &kcp)
+            .field("crypt_name", &self.crypt_name)
+            .field("compress", &self.compress)
+            .field("smux_version", &self.smux_version)
+            .field("smux_buf", &self.smux_buf)
+            .field("stream_buf", &self.stream_buf)
+            .field("keepalive_secs", &self.keepalive_secs)
+            .field("dscp", &self.dscp)
+            .field("sockbuf", &self.sockbuf)
+            .finish()
     }
 }

@@ -235,6 +235,20 @@ impl Display for Inbound<'_> {
                 }
                 ("vmess", notes)
             }
+            InboundProtocol::Kcptun(k) => {
+                let host = if k.target_host.contains(':') {
+                    format!("[{}]", k.target_host)
+                } else {
+                    k.target_host.clone()
+                };
+                (
+                    "kcptun",
+                    vec![
+                        format!("to {host}:{}", k.target_port),
+                        kcptun_tuning(&k.tuning),
+                    ],
+                )
+            }
         };
         notes.extend(stream(&ib.stream));
         if ib.sniffing {
@@ -478,6 +492,22 @@ impl Display for Outbound<'_> {
                     write!(f, ", level {}", ss.level)?;
                 }
             }
+            OutboundProtocol::Kcptun(k) => {
+                let host = if k.address.contains(':') {
+                    format!("[{}]", k.address)
+                } else {
+                    k.address.clone()
+                };
+                write!(
+                    f,
+                    "kcptun to {host}:{}, {}",
+                    k.port,
+                    kcptun_tuning(&k.tuning)
+                )?;
+                if k.conn != 1 {
+                    write!(f, ", {} sessions", k.conn)?;
+                }
+            }
             OutboundProtocol::Vmess(v) => {
                 let host = if v.address.contains(':') {
                     format!("[{}]", v.address)
@@ -592,4 +622,16 @@ fn level_changes(level: &LevelPolicy) -> Vec<String> {
         out.push("statsUserDownlink".into());
     }
     out
+}
+
+/// The kcptun settings both ends must agree on, in kcptun's words.
+fn kcptun_tuning(t: &crate::plan::KcptunTuning) -> String {
+    format!(
+        "crypt {}, FEC {}/{}, smux v{}, {}",
+        t.crypt_name,
+        t.kcp.data_shards,
+        t.kcp.parity_shards,
+        t.smux_version,
+        if t.compress { "snappy" } else { "nocomp" }
+    )
 }

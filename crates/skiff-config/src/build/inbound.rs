@@ -79,6 +79,15 @@ fn build_inbound(item: &Item<RawInbound>, diags: &mut Vec<Diagnostic>) -> Option
             "applies to Shadowsocks over TCP only: its UDP is plain UDP on the same port",
         ));
     }
+    if let Some(InboundProtocol::Kcptun(_)) = &protocol
+        && stream != StreamPlan::default()
+    {
+        diags.push(
+            loc.key("streamSettings").error(
+                "kcptun brings its own transport (KCP over UDP): streamSettings do not apply",
+            ),
+        );
+    }
     if error_count(diags) > errors_before {
         return None;
     }

@@ -110,6 +110,8 @@ mod tests_trojan;
 mod tests_vless;
 
 #[cfg(test)]
+mod tests_kcptun;
+#[cfg(test)]
 mod tests_shadowsocks;
 #[cfg(test)]
 mod tests_vmess;

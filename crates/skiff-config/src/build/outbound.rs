@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::unique_tags::UniqueTags;
 use super::{error_count, protocols, stream};
 use crate::diag::Diagnostic;
-use crate::plan::{OutboundPlan, OutboundProtocol};
+use crate::plan::{OutboundPlan, OutboundProtocol, StreamPlan};
 use crate::raw::bounds::RawOutbound;
 use crate::raw::{Damage, Item};
 
@@ -75,6 +75,18 @@ fn build_outbound(item: &Item<RawOutbound>, diags: &mut Vec<Diagnostic>) -> Opti
         diags.push(loc.key("streamSettings").error(
             "XTLS Vision (flow \"xtls-rprx-vision\") needs raw TCP with TLS: set network \"tcp\" and security \"tls\"",
         ));
+    }
+    if let Some(OutboundProtocol::Kcptun(_)) = &protocol {
+        if stream != StreamPlan::default() {
+            diags.push(loc.key("streamSettings").error(
+                "kcptun brings its own transport (KCP over UDP): streamSettings do not apply",
+            ));
+        }
+        if via.is_some() {
+            diags.push(loc.key("proxySettings").error(
+                "kcptun speaks UDP to its server: it cannot be chained through another outbound",
+            ));
+        }
     }
     if error_count(diags) > before {
         return None;

@@ -22,6 +22,7 @@ use crate::source::Loc;
 
 mod common;
 mod fallbacks;
+mod kcptun;
 mod shadowsocks;
 mod trojan;
 mod vless;
@@ -83,6 +84,8 @@ pub fn inbound_protocol(
             .map(InboundProtocol::Shadowsocks),
         "vmess" => vmess::inbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
             .map(InboundProtocol::Vmess),
+        "kcptun" => kcptun::inbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
+            .map(InboundProtocol::Kcptun),
         n if NOT_YET.contains(&n) || n == "tun" => {
             diags.push(not_supported(n, loc));
             None
@@ -122,6 +125,8 @@ pub fn outbound_protocol(
             .map(OutboundProtocol::Shadowsocks),
         "vmess" => vmess::outbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
             .map(OutboundProtocol::Vmess),
+        "kcptun" => kcptun::outbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
+            .map(OutboundProtocol::Kcptun),
         n if NOT_YET.contains(&n) || ["socks", "http", "dns", "loopback"].contains(&n) => {
             diags.push(not_supported(n, loc));
             None
@@ -418,7 +423,7 @@ fn freedom(s: FreedomSettings, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Option
 
 /// `host:port` with an optional empty host (keep the original host) and port 0 (keep the
 /// original port); IPv6 hosts in brackets.
-fn parse_redirect(text: &str) -> Option<(String, u16)> {
+pub(super) fn parse_redirect(text: &str) -> Option<(String, u16)> {
     let (host, port) = text.rsplit_once(':')?;
     let port: u16 = port.parse().ok()?;
     let host = match host.strip_prefix('[') {

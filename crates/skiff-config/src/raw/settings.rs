@@ -273,3 +273,100 @@ pub struct RawVmessVnext {
     pub port: Option<i64>,
     pub users: Option<Vec<RawVmessUser>>,
 }
+
+/// The kcptun settings structs: each side's own keys plus the tuning keys both share, as in
+/// kcptun's `-c` JSON (lowercase). Written out per struct, not `#[serde(flatten)]`ed: a
+/// flattened struct hides unknown keys from the unknown-key warnings.
+macro_rules! kcptun_settings {
+    ($(#[$doc:meta])* $name:ident { $($field:ident: $ty:ty),* $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, Default, Deserialize)]
+        pub struct $name {
+            $(pub $field: $ty,)*
+            pub key: Option<String>,
+            pub crypt: Option<String>,
+            pub mode: Option<String>,
+            pub mtu: Option<i64>,
+            pub sndwnd: Option<i64>,
+            pub rcvwnd: Option<i64>,
+            pub datashard: Option<i64>,
+            pub parityshard: Option<i64>,
+            pub dscp: Option<i64>,
+            pub nocomp: Option<bool>,
+            pub acknodelay: Option<bool>,
+            pub nodelay: Option<i64>,
+            pub interval: Option<i64>,
+            pub resend: Option<i64>,
+            pub nc: Option<i64>,
+            pub sockbuf: Option<i64>,
+            pub smuxver: Option<i64>,
+            pub smuxbuf: Option<i64>,
+            pub streambuf: Option<i64>,
+            pub keepalive: Option<i64>,
+        }
+
+        impl $name {
+            /// The shared tuning keys.
+            pub fn tuning(&self) -> RawKcpTuning {
+                RawKcpTuning {
+                    key: self.key.clone(),
+                    crypt: self.crypt.clone(),
+                    mode: self.mode.clone(),
+                    mtu: self.mtu.clone(),
+                    sndwnd: self.sndwnd.clone(),
+                    rcvwnd: self.rcvwnd.clone(),
+                    datashard: self.datashard.clone(),
+                    parityshard: self.parityshard.clone(),
+                    dscp: self.dscp.clone(),
+                    nocomp: self.nocomp.clone(),
+                    acknodelay: self.acknodelay.clone(),
+                    nodelay: self.nodelay.clone(),
+                    interval: self.interval.clone(),
+                    resend: self.resend.clone(),
+                    nc: self.nc.clone(),
+                    sockbuf: self.sockbuf.clone(),
+                    smuxver: self.smuxver.clone(),
+                    smuxbuf: self.smuxbuf.clone(),
+                    streambuf: self.streambuf.clone(),
+                    keepalive: self.keepalive.clone(),
+                }
+            }
+        }
+    };
+}
+
+/// The tuning keys both kcptun sides share.
+#[derive(Clone, Debug, Default)]
+pub struct RawKcpTuning {
+    pub key: Option<String>,
+    pub crypt: Option<String>,
+    pub mode: Option<String>,
+    pub mtu: Option<i64>,
+    pub sndwnd: Option<i64>,
+    pub rcvwnd: Option<i64>,
+    pub datashard: Option<i64>,
+    pub parityshard: Option<i64>,
+    pub dscp: Option<i64>,
+    pub nocomp: Option<bool>,
+    pub acknodelay: Option<bool>,
+    pub nodelay: Option<i64>,
+    pub interval: Option<i64>,
+    pub resend: Option<i64>,
+    pub nc: Option<i64>,
+    pub sockbuf: Option<i64>,
+    pub smuxver: Option<i64>,
+    pub smuxbuf: Option<i64>,
+    pub streambuf: Option<i64>,
+    pub keepalive: Option<i64>,
+}
+
+kcptun_settings! {
+    /// kcptun inbound `settings` (a kcptun server); `target` is kcptun-server's `-t`.
+    KcptunInboundSettings { target: Option<String> }
+}
+
+kcptun_settings! {
+    /// kcptun outbound `settings` (a kcptun client): the server's `address` and `port`, and
+    /// `conn`, the number of KCP sessions.
+    KcptunOutboundSettings { address: Option<String>, port: Option<i64>, conn: Option<i64> }
+}

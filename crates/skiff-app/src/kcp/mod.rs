@@ -1,0 +1,76 @@
+//! The async edge of KCP: tokio UDP sockets and timers around the sans-IO layers of
+//! `skiff-kcp` (KCP packets, snappy framing, smux), exposing smux streams as [`BoxStream`]s.
+//!
+//! It lives in skiff-app, not skiff-transport, because skiff-transport holds only sans-IO
+//! codecs (no sockets, no runtime); this is socket and task code like the UDP relays here.
+//!
+//! * [`conn`]: one KCP session + its smux session behind a mutex, driven by one task with one
+//!   timer (sleep until the next KCP update or smux keepalive; no busy polling, no thread).
+//! * [`stream`]: a smux stream as AsyncRead/AsyncWrite with backpressure and half-close.
+//! * [`client`]: sessions to a kcptun server, one connected UDP socket and random conv each.
+//! * [`server`]: one UDP socket, peers demultiplexed by source address.
+//!
+//! [`BoxStream`]: skiff_core::BoxStream
+
+pub mod client;
+pub mod conn;
+pub mod server;
+pub mod stream;
+
+use skiff_kcp::KcpConfig;
+use skiff_kcp::smux::SmuxConfig;
+
+/// Everything both ends of a kcptun tunnel must agree on, plus the local tuning.
+#[derive(Clone, Debug)]
+pub struct TunnelParams {
+    pub kcp: KcpConfig,
+    pub smux: SmuxConfig,
+    /// Snappy framing on the KCP stream (kcptun's default; off with `nocomp`).
+    pub compress: bool,
+    /// DSCP bits for the IP header (0 = leave alone).
+    pub dscp: u8,
+    /// Socket send and receive buffer sizes (kcptun `--sockbuf`).
+    pub sockbuf: usize,
+}
+
+/// Sets DSCP and buffer sizes on a UDP socket, as kcptun does; failures are only logged
+/// (an unprivileged process may be capped below the asked size).
+pub(crate) fn tune_socket(socket: &tokio::net::UdpSocket, params: &TunnelParams) {
+    let sock = socket2::SockRef::from(socket);
+    if params.sockbuf > 0 {
+        let _ = sock.set_recv_buffer_size(params.sockbuf);
+        let _ = sock.set_send_buffer_size(params.sockbuf);
+    }
+    if params.dscp > 0 {
+        let tos = u32::from(params.dscp) << 2;
+        let is_v6 = socket.local_addr().is_ok_and(|a| a.is_ipv6());
+        let result = if is_v6 {
+            sock.set_tclass_v6(tos)
+        } else {
+            sock.set_tos_v4(tos)
+        };
+        if let Err(e) = result {
+            tracing::debug!(error = %e, "cannot set DSCP on the KCP socket");
+        }
+    }
+}
+
+impl TunnelParams {
+    /// The runtime form of a kcptun plan's tuning.
+    pub fn from_plan(t: &skiff_config::KcptunTuning) -> TunnelParams {
+        let mut smux = SmuxConfig::kcptun(t.smux_version);
+        smux.max_receive_buffer = t.smux_buf;
+        smux.max_stream_buffer = t.stream_buf;
+        smux.keepalive_interval_ms = t.keepalive_secs.saturating_mul(1000);
+        TunnelParams {
+            kcp: t.kcp.clone(),
+            smux,
+            compress: t.compress,
+            dscp: t.dscp,
+            sockbuf: t.sockbuf,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

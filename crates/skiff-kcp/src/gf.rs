@@ -1,0 +1,157 @@
+//! GF(2^8) with the reducing polynomial x^8+x^4+x^3+x^2+1 (0x11d) and generator 2, and the
+//! small matrix algebra Reed-Solomon needs (spec/kcp.md §4).
+
+const fn build_tables() -> ([u8; 512], [u8; 256]) {
+    let mut exp = [0u8; 512];
+    let mut log = [0u8; 256];
+    let mut x: u16 = 1;
+    let mut i = 0;
+    while i < 255 {
+        exp[i] = x as u8;
+        log[x as usize] = i as u8;
+        x <<= 1;
+        if x & 0x100 != 0 {
+            x ^= 0x11d;
+        }
+        i += 1;
+    }
+    while i < 512 {
+        exp[i] = exp[i - 255];
+        i += 1;
+    }
+    (exp, log)
+}
+
+const TABLES: ([u8; 512], [u8; 256]) = build_tables();
+const EXP: [u8; 512] = TABLES.0;
+const LOG: [u8; 256] = TABLES.1;
+
+pub(crate) fn mul(a: u8, b: u8) -> u8 {
+    if a == 0 || b == 0 {
+        0
+    } else {
+        EXP[LOG[a as usize] as usize + LOG[b as usize] as usize]
+    }
+}
+
+/// Multiplicative inverse; `a` must not be 0 (returns 0 for 0).
+pub(crate) fn inv(a: u8) -> u8 {
+    if a == 0 {
+        0
+    } else {
+        EXP[255 - LOG[a as usize] as usize]
+    }
+}
+
+/// `a^n`, with 0^0 = 1.
+pub(crate) fn pow(a: u8, n: usize) -> u8 {
+    if n == 0 {
+        1
+    } else if a == 0 {
+        0
+    } else {
+        EXP[(LOG[a as usize] as usize * n) % 255]
+    }
+}
+
+/// A 256-entry table of `c·x` for every byte x: one lookup per byte when coding.
+pub(crate) fn mul_table(c: u8) -> [u8; 256] {
+    let mut t = [0u8; 256];
+    for (x, out) in t.iter_mut().enumerate() {
+        *out = mul(c, x as u8);
+    }
+    t
+}
+
+/// Row-major square matrix inversion by Gauss-Jordan; `None` if singular.
+pub(crate) fn invert(m: &[u8], n: usize) -> Option<Vec<u8>> {
+    if m.len() != n * n {
+        return None;
+    }
+    let mut a = m.to_vec();
+    let mut r = vec![0u8; n * n];
+    for i in 0..n {
+        r[i * n + i] = 1;
+    }
+    for col in 0..n {
+        let pivot = (col..n).find(|&row| a[row * n + col] != 0)?;
+        if pivot != col {
+            for k in 0..n {
+                a.swap(pivot * n + k, col * n + k);
+                r.swap(pivot * n + k, col * n + k);
+            }
+        }
+        let scale = inv(a[col * n + col]);
+        for k in 0..n {
+            a[col * n + k] = mul(a[col * n + k], scale);
+            r[col * n + k] = mul(r[col * n + k], scale);
+        }
+        for row in 0..n {
+            let f = a[row * n + col];
+            if row != col && f != 0 {
+                for k in 0..n {
+                    a[row * n + k] ^= mul(f, a[col * n + k]);
+                    r[row * n + k] ^= mul(f, r[col * n + k]);
+                }
+            }
+        }
+    }
+    Some(r)
+}
+
+/// The systematic encoding matrix, `(ds+ps) × ds` row-major: `V · inverse(V[0..ds])` with
+/// `V[r][c] = r^c`. Its top `ds` rows are the identity.
+pub(crate) fn encoding_matrix(ds: usize, ps: usize) -> Option<Vec<u8>> {
+    let rows = ds + ps;
+    if ds == 0 || rows > 256 {
+        return None;
+    }
+    let v: Vec<u8> = (0..rows)
+        .flat_map(|r| (0..ds).map(move |c| pow(r as u8, c)))
+        .collect();
+    let top_inv = invert(&v[..ds * ds], ds)?;
+    let mut m = vec![0u8; rows * ds];
+    for r in 0..rows {
+        for c in 0..ds {
+            let mut acc = 0u8;
+            for k in 0..ds {
+                acc ^= mul(v[r * ds + k], top_inv[k * ds + c]);
+            }
+            m[r * ds + c] = acc;
+        }
+    }
+    Some(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parity_rows_match_spec_for_10_3() {
+        let m = encoding_matrix(10, 3).unwrap();
+        assert_eq!(
+            &m[100..110],
+            &[129, 150, 175, 184, 210, 196, 254, 232, 3, 2]
+        );
+        assert_eq!(
+            &m[110..120],
+            &[150, 129, 184, 175, 196, 210, 232, 254, 2, 3]
+        );
+        assert_eq!(&m[120..130], &[191, 214, 98, 10, 6, 111, 223, 183, 5, 4]);
+        for r in 0..10 {
+            for c in 0..10 {
+                assert_eq!(m[r * 10 + c], u8::from(r == c));
+            }
+        }
+    }
+
+    #[test]
+    fn field_inverse_and_tables_agree() {
+        for a in 1..=255u8 {
+            assert_eq!(mul(a, inv(a)), 1);
+            assert_eq!(mul_table(a)[7], mul(a, 7));
+        }
+        assert_eq!(mul(0x80, 2), 0x1d);
+    }
+}
