@@ -250,10 +250,14 @@ impl FecDecoder {
         if first >= end {
             return;
         }
-        let removed: Vec<RxShard> = self.rx.drain(first..end).collect();
-        for s in removed {
-            self.give(s.data);
+        let limit = self.rx_limit + self.ds;
+        let mut pool = std::mem::take(&mut self.pool);
+        for s in self.rx.drain(first..end) {
+            if pool.len() < limit {
+                pool.push(s.data);
+            }
         }
+        self.pool = pool;
     }
 
     /// Rebuilds the missing data shards of the group in `rx[first..first+n]`.
