@@ -5,7 +5,7 @@
 //! nonce as the first plaintext block is what makes equal payloads encrypt differently.
 
 use std::num::NonZeroU32;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use aws_lc_rs::cipher::{
     AES_128, AES_192, AES_256, DecryptingKey, DecryptionContext, EncryptingKey, EncryptionContext,
@@ -84,7 +84,29 @@ pub(crate) enum Cipher {
     },
 }
 
+/// Ciphers recently built, shared: building one costs PBKDF2 runs (4096 iterations for the key,
+/// 75 blocks × 32 for the XOR table) that a server would otherwise pay for every datagram of
+/// an unknown peer handed to [`crate::peek_conv`].
+static CIPHERS: Mutex<Vec<(Crypt, String, Arc<Cipher>)>> = Mutex::new(Vec::new());
+const CIPHER_CACHE_LEN: usize = 8;
+
 impl Cipher {
+    pub(crate) fn shared(crypt: Crypt, key: &str) -> Result<Arc<Cipher>, KcpError> {
+        if let Ok(cache) = CIPHERS.lock()
+            && let Some((_, _, c)) = cache.iter().find(|(cr, k, _)| *cr == crypt && k == key)
+        {
+            return Ok(Arc::clone(c));
+        }
+        let cipher = Arc::new(Cipher::new(crypt, key)?);
+        if let Ok(mut cache) = CIPHERS.lock() {
+            if cache.len() >= CIPHER_CACHE_LEN {
+                cache.remove(0);
+            }
+            cache.push((crypt, key.to_string(), Arc::clone(&cipher)));
+        }
+        Ok(cipher)
+    }
+
     pub(crate) fn new(crypt: Crypt, key: &str) -> Result<Cipher, KcpError> {
         let pass = derive_key(key);
         let aes = |alg, bytes: &[u8]| -> Result<Cipher, KcpError> {

@@ -31,7 +31,7 @@ pub fn fuzz_datagrams(data: &[u8]) {
     if sel & 16 != 0 {
         cfg.ack_nodelay = true;
     }
-    let Ok(cipher) = Cipher::new(cfg.crypt, &cfg.key) else {
+    let Ok(cipher) = Cipher::shared(cfg.crypt, &cfg.key) else {
         return;
     };
     let mut nonce = NonceSource::new();

@@ -2,6 +2,7 @@
 //! nonce+CRC header and the packet cipher (spec/kcp.md §2). Datagrams in, datagrams out.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use crate::arq::{InputError, Kcp, itimediff};
 use crate::crypt::{CRYPT_HEADER_SIZE, Cipher, NonceSource};
@@ -82,7 +83,7 @@ impl Emitter<'_> {
 /// One KCP conversation with its FEC and crypt state.
 pub struct KcpSession {
     kcp: Kcp,
-    cipher: Cipher,
+    cipher: Arc<Cipher>,
     nonce: NonceSource,
     fec_enc: Option<FecEncoder>,
     fec_dec: Option<FecDecoder>,
@@ -102,7 +103,7 @@ fn fec_enabled(config: &KcpConfig) -> bool {
 
 impl KcpSession {
     pub fn new(conv: u32, config: &KcpConfig) -> Result<KcpSession, KcpError> {
-        let cipher = Cipher::new(config.crypt, &config.key)?;
+        let cipher = Cipher::shared(config.crypt, &config.key)?;
         let (fec_enc, fec_dec, header) = if fec_enabled(config) {
             if config.data_shards + config.parity_shards > 255 {
                 return Err(KcpError::InvalidConfig(
@@ -347,7 +348,7 @@ pub fn peek_conv(config: &KcpConfig, datagram: &[u8]) -> Option<u32> {
     if datagram.len() > MAX_DATAGRAM {
         return None;
     }
-    let cipher = Cipher::new(config.crypt, &config.key).ok()?;
+    let cipher = Cipher::shared(config.crypt, &config.key).ok()?;
     let mut buf = datagram.to_vec();
     let body = cipher.open(&mut buf)?;
     let kcp_bytes = match fec_flag(body) {
