@@ -27,7 +27,7 @@ const PROBE_LIMIT: u32 = 120_000;
 /// kcp-go caps the MTU at the Ethernet payload size.
 pub(crate) const MTU_LIMIT: usize = 1500;
 /// Spare segment buffers kept for reuse.
-const SEGMENT_POOL_LIMIT: usize = 64;
+const SEGMENT_POOL_LIMIT: usize = 16;
 
 pub(crate) fn itimediff(later: u32, earlier: u32) -> i32 {
     later.wrapping_sub(earlier) as i32
@@ -786,6 +786,32 @@ mod tests {
         }
         assert!(a.is_dead());
         assert_eq!(sent, DEADLINK as usize);
+    }
+
+    #[test]
+    fn zero_remote_window_probes_after_7_s_then_backs_off() {
+        let mut k = Kcp::new(1);
+        let mut h = [0u8; OVERHEAD];
+        SegmentHeader {
+            conv: 1,
+            cmd: CMD_WINS,
+            wnd: 0,
+            ..Default::default()
+        }
+        .encode(&mut h);
+        k.input(&h, true, 0).unwrap();
+        assert_eq!(k.send_capacity(), 0, "a full peer stops the writer");
+        let mut wasks = Vec::new();
+        let mut now = 0;
+        while now <= 30_000 {
+            k.flush(now, false, &mut |p| {
+                if SegmentHeader::decode(p).map(|h| h.cmd) == Some(CMD_WASK) {
+                    wasks.push(now);
+                }
+            });
+            now += 100;
+        }
+        assert_eq!(wasks, vec![7000, 17_500]);
     }
 
     #[test]

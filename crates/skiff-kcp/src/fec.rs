@@ -157,7 +157,7 @@ impl FecDecoder {
     }
 
     fn give(&mut self, b: Vec<u8>) {
-        if self.pool.len() < self.rx_limit + self.ds {
+        if self.pool.len() < self.group {
             self.pool.push(b);
         }
     }
@@ -250,7 +250,7 @@ impl FecDecoder {
         if first >= end {
             return;
         }
-        let limit = self.rx_limit + self.ds;
+        let limit = self.group;
         let mut pool = std::mem::take(&mut self.pool);
         for s in self.rx.drain(first..end) {
             if pool.len() < limit {
@@ -388,6 +388,41 @@ mod tests {
             assert!(dec.recovered.is_empty());
         }
         assert_eq!(dec.queued(), 0);
+    }
+
+    #[test]
+    fn sequence_ids_wrap_after_parity_and_groups_still_decode() {
+        let mut enc = FecEncoder::new(10, 3).unwrap();
+        assert_eq!(enc.paws % 13, 0);
+        enc.next = enc.paws - 13;
+        let mut dec = FecDecoder::new(10, 3).unwrap();
+        let mut seqids = Vec::new();
+        let mut recovered = 0;
+        for i in 0..20u8 {
+            let mut pkt = vec![0u8; FEC_HEADER_SIZE_PLUS2];
+            pkt.extend_from_slice(&[i; 30]);
+            let ready = enc.encode(&mut pkt);
+            seqids.push(u32::from_le_bytes(pkt[..4].try_into().unwrap()));
+            // lose data shard 4 of each group
+            if i % 10 != 4 {
+                dec.decode(&pkt, 0);
+            }
+            if ready {
+                for k in 0..3 {
+                    let mut par = Vec::new();
+                    enc.write_parity(k, &mut par);
+                    seqids.push(u32::from_le_bytes(par[..4].try_into().unwrap()));
+                    dec.decode(&par, 0);
+                    recovered += dec.recovered.len();
+                    for r in &dec.recovered {
+                        assert_eq!(&r[2..32], &[i - 5; 30]);
+                    }
+                }
+            }
+        }
+        assert_eq!(seqids[12], enc.paws - 1);
+        assert_eq!(seqids[13], 0, "wraps to 0 after the group's last parity");
+        assert_eq!(recovered, 2);
     }
 
     proptest! {

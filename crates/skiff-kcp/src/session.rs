@@ -14,8 +14,8 @@ use crate::{KcpConfig, KcpError};
 const MAX_DATAGRAM: usize = 65_535;
 /// Outgoing datagrams kept for [`KcpSession::poll_datagram`] before new ones are dropped.
 const OUT_QUEUE_LIMIT: usize = 8192;
-/// Spare datagram buffers kept for reuse (a full FEC group and then some).
-const POOL_LIMIT: usize = 32;
+/// Spare datagram buffers kept for reuse (about one FEC group).
+const POOL_LIMIT: usize = 16;
 
 /// Counters of one session.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
