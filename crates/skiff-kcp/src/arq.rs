@@ -295,6 +295,38 @@ impl Kcp {
         n
     }
 
+    /// Gives back queue capacity a burst left behind once everything is delivered and acked,
+    /// so an idle session costs a few KiB again. Cheap when already small.
+    /// Returns whether the control block is idle.
+    pub(crate) fn shrink_if_idle(&mut self) -> bool {
+        const KEEP: usize = 16;
+        if !self.snd_queue.is_empty()
+            || !self.snd_buf.is_empty()
+            || !self.rcv_buf.is_empty()
+            || !self.rcv_queue.is_empty()
+            || !self.acklist.is_empty()
+        {
+            return false;
+        }
+        if self.snd_queue.capacity() > KEEP {
+            self.snd_queue.shrink_to(KEEP);
+        }
+        if self.snd_buf.capacity() > KEEP {
+            self.snd_buf.shrink_to(KEEP);
+        }
+        if self.rcv_buf.capacity() > KEEP {
+            self.rcv_buf.shrink_to(KEEP);
+        }
+        if self.rcv_queue.capacity() > KEEP {
+            self.rcv_queue.shrink_to(KEEP);
+        }
+        if self.acklist.capacity() > KEEP * 4 {
+            self.acklist.shrink_to(KEEP * 4);
+        }
+        self.pool.truncate(2);
+        true
+    }
+
     /// Bytes ready for [`Kcp::recv`].
     pub(crate) fn readable(&self) -> bool {
         !self.rcv_queue.is_empty()

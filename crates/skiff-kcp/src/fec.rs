@@ -110,6 +110,15 @@ impl FecEncoder {
         self.next = self.next.wrapping_add(1) % self.paws.max(1);
     }
 
+    /// Frees the shard caches between groups (idle sessions); they regrow on the next packet.
+    pub(crate) fn shrink_if_between_groups(&mut self) {
+        if self.count == 0 {
+            for b in self.shards.iter_mut().chain(self.parity.iter_mut()) {
+                *b = Vec::new();
+            }
+        }
+    }
+
     pub(crate) fn parity_shards(&self) -> usize {
         self.ps
     }
@@ -147,6 +156,11 @@ impl FecDecoder {
             pool: Vec::new(),
             recovered: Vec::new(),
         })
+    }
+
+    /// Drops spare buffers (idle sessions); queued shards stay until complete or expired.
+    pub(crate) fn shrink_idle(&mut self) {
+        self.pool = Vec::new();
     }
 
     /// Hands back buffers of [`FecDecoder::recovered`] once the caller has used them.

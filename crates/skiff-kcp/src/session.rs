@@ -297,6 +297,9 @@ impl KcpSession {
         if self.pool.len() < POOL_LIMIT {
             self.pool.push(buf);
         }
+        if self.out.is_empty() && self.out.capacity() > POOL_LIMIT {
+            self.out.shrink_to(POOL_LIMIT);
+        }
         self.stats.datagrams_out += 1;
         true
     }
@@ -314,7 +317,22 @@ impl KcpSession {
             let next_in = self.flush(now_ms, false);
             if due {
                 self.next_flush = now_ms.wrapping_add(next_in);
+                self.shrink_if_idle();
             }
+        }
+    }
+
+    /// After a burst, hand memory back once nothing is queued or in flight.
+    fn shrink_if_idle(&mut self) {
+        if !self.kcp.shrink_if_idle() || !self.out.is_empty() {
+            return;
+        }
+        self.pool.truncate(2);
+        if let Some(enc) = self.fec_enc.as_mut() {
+            enc.shrink_if_between_groups();
+        }
+        if let Some(dec) = self.fec_dec.as_mut() {
+            dec.shrink_idle();
         }
     }
 
