@@ -713,8 +713,10 @@ impl Kcp {
             if change > 0 {
                 let inflight = self.snd_nxt.wrapping_sub(self.snd_una);
                 self.ssthresh = (inflight / 2).max(THRESH_MIN);
-                self.cwnd = self.ssthresh.saturating_add(resent);
-                self.incr = self.cwnd.saturating_mul(self.mss as u32);
+                // With fast resend off `resent` is u32::MAX and kcp-go's uint32 sum wraps to
+                // ssthresh − 1: an early retransmit then shrinks the window. Same here.
+                self.cwnd = self.ssthresh.wrapping_add(resent);
+                self.incr = self.cwnd.wrapping_mul(self.mss as u32);
             }
             if lost {
                 self.ssthresh = (cwnd / 2).max(THRESH_MIN);

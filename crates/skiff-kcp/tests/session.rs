@@ -328,6 +328,18 @@ fn congestion_control_nodelay_and_a_wrapping_clock() {
 }
 
 #[test]
+fn kcptun_manual_mode_defaults_deliver() {
+    // kcptun --mode manual without further flags: nodelay 0, interval 50, resend 0, nc 0 —
+    // congestion window on and no fast resend (early retransmit shrinks cwnd as in kcp-go).
+    run_lossy_transfer_with(Crypt::Aes128, 256 << 10, 32 << 10, 5, |c| {
+        c.nodelay = false;
+        c.interval_ms = 50;
+        c.resend = 0;
+        c.no_congestion = false;
+    });
+}
+
+#[test]
 fn no_fec_and_small_windows_still_deliver() {
     let (_, server) = run_lossy_transfer_with(Crypt::Xtea, 256 << 10, 32 << 10, 77, |c| {
         c.data_shards = 0;
