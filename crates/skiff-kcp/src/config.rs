@@ -13,6 +13,8 @@ pub enum Crypt {
     /// TEA with kcp-go's 16 rounds.
     Tea,
     Xtea,
+    /// Blowfish with the full 32-byte derived key.
+    Blowfish,
 }
 
 impl Crypt {
@@ -27,7 +29,8 @@ impl Crypt {
             "xor" => Ok(Crypt::Xor),
             "tea" => Ok(Crypt::Tea),
             "xtea" => Ok(Crypt::Xtea),
-            "blowfish" | "twofish" | "cast5" | "3des" | "sm4" => {
+            "blowfish" => Ok(Crypt::Blowfish),
+            "twofish" | "cast5" | "3des" | "sm4" => {
                 Err(KcpError::UnsupportedCrypt(name.to_string()))
             }
             // kcptun itself falls back to aes for unknown names; silently picking a cipher the

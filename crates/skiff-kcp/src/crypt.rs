@@ -13,6 +13,7 @@ use aws_lc_rs::cipher::{
 };
 use aws_lc_rs::iv::FixedLength;
 
+use crate::blowfish::Blowfish;
 use crate::{Crypt, KcpError};
 
 pub(crate) const NONCE_SIZE: usize = 16;
@@ -82,6 +83,7 @@ pub(crate) enum Cipher {
     Xtea {
         key: [u32; 4],
     },
+    Blowfish(Box<Blowfish>),
 }
 
 /// Ciphers recently built, shared: building one costs PBKDF2 runs (4096 iterations for the key,
@@ -134,6 +136,7 @@ impl Cipher {
             Crypt::Xtea => Ok(Cipher::Xtea {
                 key: be_words(&pass),
             }),
+            Crypt::Blowfish => Ok(Cipher::Blowfish(Box::new(Blowfish::new(&pass)))),
         }
     }
 
@@ -161,6 +164,10 @@ impl Cipher {
                 cfb64_encrypt(buf, |b| xtea_encrypt(key, b));
                 true
             }
+            Cipher::Blowfish(bf) => {
+                cfb64_encrypt(buf, |b| bf.encrypt_block(b));
+                true
+            }
         }
     }
 
@@ -186,6 +193,10 @@ impl Cipher {
             }
             Cipher::Xtea { key } => {
                 cfb64_decrypt(buf, |b| xtea_encrypt(key, b));
+                true
+            }
+            Cipher::Blowfish(bf) => {
+                cfb64_decrypt(buf, |b| bf.encrypt_block(b));
                 true
             }
         }
@@ -488,6 +499,7 @@ mod tests {
             Crypt::Xor,
             Crypt::Tea,
             Crypt::Xtea,
+            Crypt::Blowfish,
         ] {
             let c = Cipher::new(crypt, "k").unwrap();
             let mut nonce = NonceSource::new();

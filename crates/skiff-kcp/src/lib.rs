@@ -26,6 +26,7 @@
 //! `session` (the composition), `config` (kcptun's names and defaults).
 
 mod arq;
+mod blowfish;
 mod config;
 mod crypt;
 mod error;

@@ -188,6 +188,7 @@ fn real_kcptun_client_is_understood_for_every_crypt() {
         ("xor", Crypt::Xor),
         ("tea", Crypt::Tea),
         ("xtea", Crypt::Xtea),
+        ("blowfish", Crypt::Blowfish),
     ] {
         run_against_client(name, crypt);
     }

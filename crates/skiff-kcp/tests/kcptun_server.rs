@@ -184,6 +184,7 @@ fn real_kcptun_server_echoes_through_our_session_for_every_crypt() {
         ("xor", Crypt::Xor),
         ("tea", Crypt::Tea),
         ("xtea", Crypt::Xtea),
+        ("blowfish", Crypt::Blowfish),
     ] {
         run_against_server(name, crypt);
     }

@@ -11,7 +11,7 @@ fn hex(s: &str) -> Vec<u8> {
         .collect()
 }
 
-const ALL_CRYPTS: [Crypt; 8] = [
+const ALL_CRYPTS: [Crypt; 9] = [
     Crypt::None,
     Crypt::Aes,
     Crypt::Aes128,
@@ -20,6 +20,7 @@ const ALL_CRYPTS: [Crypt; 8] = [
     Crypt::Xor,
     Crypt::Tea,
     Crypt::Xtea,
+    Crypt::Blowfish,
 ];
 
 fn config(client: bool, crypt: Crypt, key: &str) -> KcpConfig {
