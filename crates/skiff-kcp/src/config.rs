@@ -15,6 +15,8 @@ pub enum Crypt {
     Xtea,
     /// Blowfish with the full 32-byte derived key.
     Blowfish,
+    /// Twofish-256.
+    Twofish,
 }
 
 impl Crypt {
@@ -30,9 +32,8 @@ impl Crypt {
             "tea" => Ok(Crypt::Tea),
             "xtea" => Ok(Crypt::Xtea),
             "blowfish" => Ok(Crypt::Blowfish),
-            "twofish" | "cast5" | "3des" | "sm4" => {
-                Err(KcpError::UnsupportedCrypt(name.to_string()))
-            }
+            "twofish" => Ok(Crypt::Twofish),
+            "cast5" | "3des" | "sm4" => Err(KcpError::UnsupportedCrypt(name.to_string())),
             // kcptun itself falls back to aes for unknown names; silently picking a cipher the
             // user did not name would only fail later as checksum errors, so say it now.
             other => Err(KcpError::UnknownCrypt(other.to_string())),

@@ -14,6 +14,7 @@ use aws_lc_rs::cipher::{
 use aws_lc_rs::iv::FixedLength;
 
 use crate::blowfish::Blowfish;
+use crate::twofish::Twofish;
 use crate::{Crypt, KcpError};
 
 pub(crate) const NONCE_SIZE: usize = 16;
@@ -84,6 +85,7 @@ pub(crate) enum Cipher {
         key: [u32; 4],
     },
     Blowfish(Box<Blowfish>),
+    Twofish(Box<Twofish>),
 }
 
 /// Ciphers recently built, shared: building one costs PBKDF2 runs (4096 iterations for the key,
@@ -137,6 +139,7 @@ impl Cipher {
                 key: be_words(&pass),
             }),
             Crypt::Blowfish => Ok(Cipher::Blowfish(Box::new(Blowfish::new(&pass)))),
+            Crypt::Twofish => Ok(Cipher::Twofish(Box::new(Twofish::new(&pass)))),
         }
     }
 
@@ -157,15 +160,19 @@ impl Cipher {
                 true
             }
             Cipher::Tea { key } => {
-                cfb64_encrypt(buf, |b| tea_encrypt(key, b));
+                cfb_encrypt(buf, |b| tea_encrypt(key, b));
                 true
             }
             Cipher::Xtea { key } => {
-                cfb64_encrypt(buf, |b| xtea_encrypt(key, b));
+                cfb_encrypt(buf, |b| xtea_encrypt(key, b));
                 true
             }
             Cipher::Blowfish(bf) => {
-                cfb64_encrypt(buf, |b| bf.encrypt_block(b));
+                cfb_encrypt(buf, |b| bf.encrypt_block(b));
+                true
+            }
+            Cipher::Twofish(tf) => {
+                cfb_encrypt(buf, |b| tf.encrypt_block(b));
                 true
             }
         }
@@ -188,15 +195,19 @@ impl Cipher {
                 true
             }
             Cipher::Tea { key } => {
-                cfb64_decrypt(buf, |b| tea_encrypt(key, b));
+                cfb_decrypt(buf, |b| tea_encrypt(key, b));
                 true
             }
             Cipher::Xtea { key } => {
-                cfb64_decrypt(buf, |b| xtea_encrypt(key, b));
+                cfb_decrypt(buf, |b| xtea_encrypt(key, b));
                 true
             }
             Cipher::Blowfish(bf) => {
-                cfb64_decrypt(buf, |b| bf.encrypt_block(b));
+                cfb_decrypt(buf, |b| bf.encrypt_block(b));
+                true
+            }
+            Cipher::Twofish(tf) => {
+                cfb_decrypt(buf, |b| tf.encrypt_block(b));
                 true
             }
         }
@@ -239,11 +250,12 @@ fn xor_table(table: &[u8; XOR_TABLE_LEN], buf: &mut [u8]) {
     }
 }
 
-/// Full-block CFB encryption with an 8-byte block cipher, kcp-go's fixed IV.
-fn cfb64_encrypt(buf: &mut [u8], block: impl Fn(&mut [u8; 8])) {
-    let mut feedback = [0u8; 8];
-    feedback.copy_from_slice(&CFB_IV[..8]);
-    for chunk in buf.chunks_mut(8) {
+/// Full-block CFB encryption with an N-byte block cipher from kcp-go's fixed IV (its first N
+/// bytes); a trailing partial block uses a truncated keystream block.
+fn cfb_encrypt<const N: usize>(buf: &mut [u8], block: impl Fn(&mut [u8; N])) {
+    let mut feedback = [0u8; N];
+    feedback.copy_from_slice(&CFB_IV[..N]);
+    for chunk in buf.chunks_mut(N) {
         let mut ks = feedback;
         block(&mut ks);
         for (c, k) in chunk.iter_mut().zip(ks) {
@@ -253,10 +265,10 @@ fn cfb64_encrypt(buf: &mut [u8], block: impl Fn(&mut [u8; 8])) {
     }
 }
 
-fn cfb64_decrypt(buf: &mut [u8], block: impl Fn(&mut [u8; 8])) {
-    let mut feedback = [0u8; 8];
-    feedback.copy_from_slice(&CFB_IV[..8]);
-    for chunk in buf.chunks_mut(8) {
+fn cfb_decrypt<const N: usize>(buf: &mut [u8], block: impl Fn(&mut [u8; N])) {
+    let mut feedback = [0u8; N];
+    feedback.copy_from_slice(&CFB_IV[..N]);
+    for chunk in buf.chunks_mut(N) {
         let mut ks = feedback;
         block(&mut ks);
         feedback[..chunk.len()].copy_from_slice(chunk);
@@ -500,6 +512,7 @@ mod tests {
             Crypt::Tea,
             Crypt::Xtea,
             Crypt::Blowfish,
+            Crypt::Twofish,
         ] {
             let c = Cipher::new(crypt, "k").unwrap();
             let mut nonce = NonceSource::new();

@@ -36,6 +36,7 @@ pub mod fuzz;
 mod gf;
 mod segment;
 mod session;
+mod twofish;
 
 pub use config::{Crypt, KcpConfig};
 pub use crypt::derive_key;

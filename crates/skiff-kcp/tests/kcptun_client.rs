@@ -189,6 +189,7 @@ fn real_kcptun_client_is_understood_for_every_crypt() {
         ("tea", Crypt::Tea),
         ("xtea", Crypt::Xtea),
         ("blowfish", Crypt::Blowfish),
+        ("twofish", Crypt::Twofish),
     ] {
         run_against_client(name, crypt);
     }

@@ -185,6 +185,7 @@ fn real_kcptun_server_echoes_through_our_session_for_every_crypt() {
         ("tea", Crypt::Tea),
         ("xtea", Crypt::Xtea),
         ("blowfish", Crypt::Blowfish),
+        ("twofish", Crypt::Twofish),
     ] {
         run_against_server(name, crypt);
     }

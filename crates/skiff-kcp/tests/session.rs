@@ -11,7 +11,7 @@ fn hex(s: &str) -> Vec<u8> {
         .collect()
 }
 
-const ALL_CRYPTS: [Crypt; 9] = [
+const ALL_CRYPTS: [Crypt; 10] = [
     Crypt::None,
     Crypt::Aes,
     Crypt::Aes128,
@@ -21,6 +21,7 @@ const ALL_CRYPTS: [Crypt; 9] = [
     Crypt::Tea,
     Crypt::Xtea,
     Crypt::Blowfish,
+    Crypt::Twofish,
 ];
 
 fn config(client: bool, crypt: Crypt, key: &str) -> KcpConfig {
