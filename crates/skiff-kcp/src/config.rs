@@ -17,6 +17,8 @@ pub enum Crypt {
     Blowfish,
     /// Twofish-256.
     Twofish,
+    /// SM4 with the first 16 derived key bytes.
+    Sm4,
 }
 
 impl Crypt {
@@ -33,7 +35,8 @@ impl Crypt {
             "xtea" => Ok(Crypt::Xtea),
             "blowfish" => Ok(Crypt::Blowfish),
             "twofish" => Ok(Crypt::Twofish),
-            "cast5" | "3des" | "sm4" => Err(KcpError::UnsupportedCrypt(name.to_string())),
+            "sm4" => Ok(Crypt::Sm4),
+            "cast5" | "3des" => Err(KcpError::UnsupportedCrypt(name.to_string())),
             // kcptun itself falls back to aes for unknown names; silently picking a cipher the
             // user did not name would only fail later as checksum errors, so say it now.
             other => Err(KcpError::UnknownCrypt(other.to_string())),

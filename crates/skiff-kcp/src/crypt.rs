@@ -14,6 +14,7 @@ use aws_lc_rs::cipher::{
 use aws_lc_rs::iv::FixedLength;
 
 use crate::blowfish::Blowfish;
+use crate::sm4::Sm4;
 use crate::twofish::Twofish;
 use crate::{Crypt, KcpError};
 
@@ -86,6 +87,7 @@ pub(crate) enum Cipher {
     },
     Blowfish(Box<Blowfish>),
     Twofish(Box<Twofish>),
+    Sm4(Box<Sm4>),
 }
 
 /// Ciphers recently built, shared: building one costs PBKDF2 runs (4096 iterations for the key,
@@ -140,6 +142,11 @@ impl Cipher {
             }),
             Crypt::Blowfish => Ok(Cipher::Blowfish(Box::new(Blowfish::new(&pass)))),
             Crypt::Twofish => Ok(Cipher::Twofish(Box::new(Twofish::new(&pass)))),
+            Crypt::Sm4 => {
+                let mut key = [0u8; 16];
+                key.copy_from_slice(&pass[..16]);
+                Ok(Cipher::Sm4(Box::new(Sm4::new(&key))))
+            }
         }
     }
 
@@ -175,6 +182,10 @@ impl Cipher {
                 cfb_encrypt(buf, |b| tf.encrypt_block(b));
                 true
             }
+            Cipher::Sm4(sm4) => {
+                cfb_encrypt(buf, |b| sm4.encrypt_block(b));
+                true
+            }
         }
     }
 
@@ -208,6 +219,10 @@ impl Cipher {
             }
             Cipher::Twofish(tf) => {
                 cfb_decrypt(buf, |b| tf.encrypt_block(b));
+                true
+            }
+            Cipher::Sm4(sm4) => {
+                cfb_decrypt(buf, |b| sm4.encrypt_block(b));
                 true
             }
         }
@@ -513,6 +528,7 @@ mod tests {
             Crypt::Xtea,
             Crypt::Blowfish,
             Crypt::Twofish,
+            Crypt::Sm4,
         ] {
             let c = Cipher::new(crypt, "k").unwrap();
             let mut nonce = NonceSource::new();

@@ -3,7 +3,7 @@
 use crate::crypt::{CRYPT_HEADER_SIZE, Cipher, NonceSource};
 use crate::{Crypt, KcpConfig, KcpSession, peek_conv};
 
-const CRYPTS: [Crypt; 10] = [
+const CRYPTS: [Crypt; 11] = [
     Crypt::None,
     Crypt::Aes,
     Crypt::Aes128,
@@ -14,6 +14,7 @@ const CRYPTS: [Crypt; 10] = [
     Crypt::Xtea,
     Crypt::Blowfish,
     Crypt::Twofish,
+    Crypt::Sm4,
 ];
 
 /// `data[0]`: low nibble picks the crypt, 0x10 turns FEC off, 0x20 turns ack-no-delay on; the rest is a list of `len u16 LE | mode | body`

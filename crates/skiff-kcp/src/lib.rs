@@ -36,6 +36,7 @@ pub mod fuzz;
 mod gf;
 mod segment;
 mod session;
+mod sm4;
 mod twofish;
 
 pub use config::{Crypt, KcpConfig};

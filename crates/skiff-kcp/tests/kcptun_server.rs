@@ -157,11 +157,22 @@ fn run_against_server(crypt_name: &str, crypt: Crypt) {
         s.stats()
     );
     assert!(echoed == payload, "{crypt_name}: echo corrupted");
-    assert_eq!(
-        s.stats().dropped,
-        0,
-        "{crypt_name}: server datagrams all valid"
-    );
+    let stats = s.stats();
+    if crypt == Crypt::Sm4 {
+        // kcptun 20210922's sm4 now and then emits a full-size datagram with one wrong 16-byte
+        // block (OpenSSL's SM4-CFB decrypts those wire bytes exactly as we do and the CRC
+        // fails too: the sender is at fault, likely its SM4 scratch state shared between the
+        // encrypting and decrypting goroutines). Such datagrams must be dropped, never used.
+        assert!(
+            stats.dropped * 20 <= stats.datagrams_in,
+            "{crypt_name}: too many bad datagrams: {stats:?}"
+        );
+    } else {
+        assert_eq!(
+            stats.dropped, 0,
+            "{crypt_name}: server datagrams all valid: {stats:?}"
+        );
+    }
     assert!(
         s.stats().fec_recovered > 0,
         "{crypt_name}: kcptun's parity rebuilt lost data: {:?}",
@@ -186,6 +197,7 @@ fn real_kcptun_server_echoes_through_our_session_for_every_crypt() {
         ("xtea", Crypt::Xtea),
         ("blowfish", Crypt::Blowfish),
         ("twofish", Crypt::Twofish),
+        ("sm4", Crypt::Sm4),
     ] {
         run_against_server(name, crypt);
     }

@@ -11,7 +11,7 @@ fn hex(s: &str) -> Vec<u8> {
         .collect()
 }
 
-const ALL_CRYPTS: [Crypt; 10] = [
+const ALL_CRYPTS: [Crypt; 11] = [
     Crypt::None,
     Crypt::Aes,
     Crypt::Aes128,
@@ -22,6 +22,7 @@ const ALL_CRYPTS: [Crypt; 10] = [
     Crypt::Xtea,
     Crypt::Blowfish,
     Crypt::Twofish,
+    Crypt::Sm4,
 ];
 
 fn config(client: bool, crypt: Crypt, key: &str) -> KcpConfig {
@@ -149,10 +150,12 @@ fn kcptun_defaults_and_modes() {
     assert_eq!(m, before);
     assert!(m.apply_mode("turbo").is_err());
     assert_eq!(Crypt::parse("aes-192").unwrap(), Crypt::Aes192);
-    assert!(matches!(
-        Crypt::parse("sm4"),
-        Err(KcpError::UnsupportedCrypt(_))
-    ));
+    assert_eq!(Crypt::parse("sm4").unwrap(), Crypt::Sm4);
+    for unsupported in ["cast5", "3des"] {
+        let err = Crypt::parse(unsupported).unwrap_err();
+        assert!(matches!(err, KcpError::UnsupportedCrypt(_)));
+        assert!(err.to_string().contains(unsupported));
+    }
     let err = Crypt::parse("rot13").unwrap_err();
     assert!(err.to_string().contains("rot13"));
 }
