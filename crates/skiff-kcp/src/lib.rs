@@ -22,8 +22,10 @@
 //! # Ok::<(), skiff_kcp::KcpError>(())
 //! ```
 //! Internals, one idea per file: `segment` (24-byte header), `arq` (the control block),
-//! `gf` + `fec` (Reed-Solomon shards), `crypt` (nonce, CRC, ciphers, key derivation),
-//! `session` (the composition), `config` (kcptun's names and defaults).
+//! `gf` + `fec` (Reed-Solomon shards), `crypt` (nonce, CRC, CFB, salsa20, xor, tea/xtea, key
+//! derivation) with `blowfish`, `twofish` and `sm4` beside it, `session` (the composition),
+//! `config` (kcptun's names and defaults). AES comes from aws-lc-rs.
+//! kcptun's `cast5` and `3des` are not implemented ([`Crypt::parse`] says so).
 
 mod arq;
 mod blowfish;
