@@ -38,10 +38,10 @@ pub mod fuzz;
 mod gf;
 mod segment;
 mod session;
+mod sm4;
 /// kcptun's stream layers above KCP: snappy framing and smux.
 pub mod smux;
 pub mod snappy_frame;
-mod sm4;
 mod twofish;
 
 pub use config::{Crypt, KcpConfig};
