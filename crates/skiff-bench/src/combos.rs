@@ -19,6 +19,11 @@ pub enum Kind {
     /// B: a port forward into Shadowsocks (dokodemo-door → shadowsocks out, ss-tunnel,
     /// sslocal's tunnel); C: a Shadowsocks server → freedom. Raw TCP.
     Shadowsocks { method: &'static str },
+    /// B: a kcptun client (Skiff's dokodemo-door → kcptun outbound, or kcptun-client); C: a
+    /// kcptun server (Skiff's kcptun inbound → freedom, or kcptun-server) over UDP, both with
+    /// kcptun's settings for `mode` (kcptun's defaults otherwise: aes, FEC 10/3, snappy).
+    /// Made for `--link`, where it meets a lossy path.
+    Kcp { mode: &'static str },
     /// B: dokodemo-door → VMess out; C: VMess in → freedom; with this body cipher, over TLS
     /// and/or WebSocket.
     Vmess {
@@ -144,6 +149,16 @@ pub const ALL: &[Combination] = &[
         kind: Kind::Shadowsocks {
             method: "2022-blake3-aes-128-gcm",
         },
+    },
+    Combination {
+        name: "kcp",
+        about: "kcptun's wire format at kcptun's defaults (mode fast), over UDP",
+        kind: Kind::Kcp { mode: "fast" },
+    },
+    Combination {
+        name: "kcp-fast3",
+        about: "kcptun's wire format in mode fast3 (its most aggressive preset), over UDP",
+        kind: Kind::Kcp { mode: "fast3" },
     },
     Combination {
         name: "vmess-aes",

@@ -455,6 +455,61 @@ fn ss_libev(role: Role, hops: &Hops, method: &str) -> Value {
     config
 }
 
+/// The key both kcptun ends share in the bench.
+const KCP_KEY: &str = "skiff bench kcp";
+
+/// Skiff as a kcptun client (B: dokodemo-door → kcptun out) or server (C: kcptun in →
+/// freedom to D), with kcptun's defaults but `mode`.
+fn skiff_kcptun(role: Role, hops: &Hops, mode: &str) -> Value {
+    match role {
+        Role::Client => json!({
+            "log": { "loglevel": "warning", "access": "none" },
+            "inbounds": [dokodemo(hops.b_listen, hops.d)],
+            "outbounds": [{
+                "tag": "to-c",
+                "protocol": "kcptun",
+                "settings": {
+                    "address": hops.c_listen.ip().to_string(),
+                    "port": hops.c_listen.port(),
+                    "key": KCP_KEY,
+                    "mode": mode
+                }
+            }]
+        }),
+        Role::Server => json!({
+            "log": { "loglevel": "warning", "access": "none" },
+            "inbounds": [{
+                "tag": "bench-in",
+                "listen": hops.c_listen.ip().to_string(),
+                "port": hops.c_listen.port(),
+                "protocol": "kcptun",
+                "settings": { "target": hops.d.to_string(), "key": KCP_KEY, "mode": mode }
+            }],
+            "outbounds": [freedom()]
+        }),
+    }
+}
+
+/// kcptun's own JSON (`-c`): the same keys as its flags.
+fn kcptun(role: Role, hops: &Hops, mode: &str) -> Value {
+    match role {
+        Role::Client => json!({
+            "localaddr": hops.b_listen.to_string(),
+            "remoteaddr": hops.c_listen.to_string(),
+            "key": KCP_KEY,
+            "mode": mode,
+            "quiet": true
+        }),
+        Role::Server => json!({
+            "listen": hops.c_listen.to_string(),
+            "target": hops.d.to_string(),
+            "key": KCP_KEY,
+            "mode": mode,
+            "quiet": true
+        }),
+    }
+}
+
 /// shadowsocks-rust: sslocal with a tunnel local (B), or ssserver (C).
 fn ss_rust(role: Role, hops: &Hops, method: &str) -> Value {
     let server = json!({
@@ -493,6 +548,7 @@ impl Implementation {
             Kind::Tunnel | Kind::Vless { .. } | Kind::Trojan { ws: true } | Kind::Vmess { .. } => {
                 matches!(self.flavor, Flavor::Skiff | Flavor::Xray | Flavor::V2ray)
             }
+            Kind::Kcp { .. } => matches!(self.flavor, Flavor::Skiff | Flavor::Kcptun),
             // v2ray 4.34 has no flows; sing-box speaks Vision in its own config format.
             Kind::VlessVision => matches!(self.flavor, Flavor::Skiff | Flavor::Xray),
             Kind::Trojan { ws: false } => matches!(
@@ -541,6 +597,8 @@ impl Implementation {
                     Role::Server => xray_vless_server(hops.c_listen, stream, ""),
                 }
             }
+            (Kind::Kcp { mode }, Flavor::Skiff) => skiff_kcptun(role, hops, mode),
+            (Kind::Kcp { mode }, Flavor::Kcptun) => kcptun(role, hops, mode),
             (Kind::VlessVision, Flavor::Skiff | Flavor::Xray) => {
                 let stream = proxy_stream(true, false, role, self.flavor, hops)?;
                 let flow = "xtls-rprx-vision";

@@ -307,7 +307,16 @@ pub fn start_chain(
                 caps.push(cap);
             }
         }
-        wait_for_port(&mut proc, listen, enter)?;
+        if role == Role::Server && matches!(combo.kind, Kind::Kcp { .. }) {
+            // A UDP server: nothing to connect to. KCP resends B's first packets if C is a
+            // moment late, so a short pause and a liveness check are enough.
+            std::thread::sleep(Duration::from_millis(300));
+            if !proc.alive() {
+                return Err(io::Error::other(format!("{} exited at start", imp.name)));
+            }
+        } else {
+            wait_for_port(&mut proc, listen, enter)?;
+        }
         Ok(proc)
     };
     let c = start(Role::Server, &place.ns_c, hops.c_listen, &place.enter_c)?;
