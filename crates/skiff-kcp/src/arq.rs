@@ -27,7 +27,7 @@ const PROBE_LIMIT: u32 = 120_000;
 /// kcp-go caps the MTU at the Ethernet payload size.
 pub(crate) const MTU_LIMIT: usize = 1500;
 /// Spare segment buffers kept for reuse.
-const SEGMENT_POOL_LIMIT: usize = 64;
+const SEGMENT_POOL_LIMIT: usize = 16;
 
 pub(crate) fn itimediff(later: u32, earlier: u32) -> i32 {
     later.wrapping_sub(earlier) as i32
@@ -293,6 +293,38 @@ impl Kcp {
             self.probe |= ASK_TELL;
         }
         n
+    }
+
+    /// Gives back queue capacity a burst left behind once everything is delivered and acked,
+    /// so an idle session costs a few KiB again. Cheap when already small.
+    /// Returns whether the control block is idle.
+    pub(crate) fn shrink_if_idle(&mut self) -> bool {
+        const KEEP: usize = 16;
+        if !self.snd_queue.is_empty()
+            || !self.snd_buf.is_empty()
+            || !self.rcv_buf.is_empty()
+            || !self.rcv_queue.is_empty()
+            || !self.acklist.is_empty()
+        {
+            return false;
+        }
+        if self.snd_queue.capacity() > KEEP {
+            self.snd_queue.shrink_to(KEEP);
+        }
+        if self.snd_buf.capacity() > KEEP {
+            self.snd_buf.shrink_to(KEEP);
+        }
+        if self.rcv_buf.capacity() > KEEP {
+            self.rcv_buf.shrink_to(KEEP);
+        }
+        if self.rcv_queue.capacity() > KEEP {
+            self.rcv_queue.shrink_to(KEEP);
+        }
+        if self.acklist.capacity() > KEEP * 4 {
+            self.acklist.shrink_to(KEEP * 4);
+        }
+        self.pool.truncate(2);
+        true
     }
 
     /// Bytes ready for [`Kcp::recv`].
@@ -681,8 +713,10 @@ impl Kcp {
             if change > 0 {
                 let inflight = self.snd_nxt.wrapping_sub(self.snd_una);
                 self.ssthresh = (inflight / 2).max(THRESH_MIN);
-                self.cwnd = self.ssthresh.saturating_add(resent);
-                self.incr = self.cwnd.saturating_mul(self.mss as u32);
+                // With fast resend off `resent` is u32::MAX and kcp-go's uint32 sum wraps to
+                // ssthresh − 1: an early retransmit then shrinks the window. Same here.
+                self.cwnd = self.ssthresh.wrapping_add(resent);
+                self.incr = self.cwnd.wrapping_mul(self.mss as u32);
             }
             if lost {
                 self.ssthresh = (cwnd / 2).max(THRESH_MIN);
@@ -786,6 +820,32 @@ mod tests {
         }
         assert!(a.is_dead());
         assert_eq!(sent, DEADLINK as usize);
+    }
+
+    #[test]
+    fn zero_remote_window_probes_after_7_s_then_backs_off() {
+        let mut k = Kcp::new(1);
+        let mut h = [0u8; OVERHEAD];
+        SegmentHeader {
+            conv: 1,
+            cmd: CMD_WINS,
+            wnd: 0,
+            ..Default::default()
+        }
+        .encode(&mut h);
+        k.input(&h, true, 0).unwrap();
+        assert_eq!(k.send_capacity(), 0, "a full peer stops the writer");
+        let mut wasks = Vec::new();
+        let mut now = 0;
+        while now <= 30_000 {
+            k.flush(now, false, &mut |p| {
+                if SegmentHeader::decode(p).map(|h| h.cmd) == Some(CMD_WASK) {
+                    wasks.push(now);
+                }
+            });
+            now += 100;
+        }
+        assert_eq!(wasks, vec![7000, 17_500]);
     }
 
     #[test]

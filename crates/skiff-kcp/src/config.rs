@@ -13,6 +13,12 @@ pub enum Crypt {
     /// TEA with kcp-go's 16 rounds.
     Tea,
     Xtea,
+    /// Blowfish with the full 32-byte derived key.
+    Blowfish,
+    /// Twofish-256.
+    Twofish,
+    /// SM4 with the first 16 derived key bytes.
+    Sm4,
 }
 
 impl Crypt {
@@ -27,9 +33,10 @@ impl Crypt {
             "xor" => Ok(Crypt::Xor),
             "tea" => Ok(Crypt::Tea),
             "xtea" => Ok(Crypt::Xtea),
-            "blowfish" | "twofish" | "cast5" | "3des" | "sm4" => {
-                Err(KcpError::UnsupportedCrypt(name.to_string()))
-            }
+            "blowfish" => Ok(Crypt::Blowfish),
+            "twofish" => Ok(Crypt::Twofish),
+            "sm4" => Ok(Crypt::Sm4),
+            "cast5" | "3des" => Err(KcpError::UnsupportedCrypt(name.to_string())),
             // kcptun itself falls back to aes for unknown names; silently picking a cipher the
             // user did not name would only fail later as checksum errors, so say it now.
             other => Err(KcpError::UnknownCrypt(other.to_string())),

@@ -5,7 +5,7 @@
 //! nonce as the first plaintext block is what makes equal payloads encrypt differently.
 
 use std::num::NonZeroU32;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use aws_lc_rs::cipher::{
     AES_128, AES_192, AES_256, DecryptingKey, DecryptionContext, EncryptingKey, EncryptionContext,
@@ -13,6 +13,9 @@ use aws_lc_rs::cipher::{
 };
 use aws_lc_rs::iv::FixedLength;
 
+use crate::blowfish::Blowfish;
+use crate::sm4::Sm4;
+use crate::twofish::Twofish;
 use crate::{Crypt, KcpError};
 
 pub(crate) const NONCE_SIZE: usize = 16;
@@ -82,9 +85,34 @@ pub(crate) enum Cipher {
     Xtea {
         key: [u32; 4],
     },
+    Blowfish(Box<Blowfish>),
+    Twofish(Box<Twofish>),
+    Sm4(Box<Sm4>),
 }
 
+/// Ciphers recently built, shared: building one costs PBKDF2 runs (4096 iterations for the key,
+/// 75 blocks × 32 for the XOR table) that a server would otherwise pay for every datagram of
+/// an unknown peer handed to [`crate::peek_conv`].
+static CIPHERS: Mutex<Vec<(Crypt, String, Arc<Cipher>)>> = Mutex::new(Vec::new());
+const CIPHER_CACHE_LEN: usize = 8;
+
 impl Cipher {
+    pub(crate) fn shared(crypt: Crypt, key: &str) -> Result<Arc<Cipher>, KcpError> {
+        if let Ok(cache) = CIPHERS.lock()
+            && let Some((_, _, c)) = cache.iter().find(|(cr, k, _)| *cr == crypt && k == key)
+        {
+            return Ok(Arc::clone(c));
+        }
+        let cipher = Arc::new(Cipher::new(crypt, key)?);
+        if let Ok(mut cache) = CIPHERS.lock() {
+            if cache.len() >= CIPHER_CACHE_LEN {
+                cache.remove(0);
+            }
+            cache.push((crypt, key.to_string(), Arc::clone(&cipher)));
+        }
+        Ok(cipher)
+    }
+
     pub(crate) fn new(crypt: Crypt, key: &str) -> Result<Cipher, KcpError> {
         let pass = derive_key(key);
         let aes = |alg, bytes: &[u8]| -> Result<Cipher, KcpError> {
@@ -112,6 +140,13 @@ impl Cipher {
             Crypt::Xtea => Ok(Cipher::Xtea {
                 key: be_words(&pass),
             }),
+            Crypt::Blowfish => Ok(Cipher::Blowfish(Box::new(Blowfish::new(&pass)))),
+            Crypt::Twofish => Ok(Cipher::Twofish(Box::new(Twofish::new(&pass)))),
+            Crypt::Sm4 => {
+                let mut key = [0u8; 16];
+                key.copy_from_slice(&pass[..16]);
+                Ok(Cipher::Sm4(Box::new(Sm4::new(&key))))
+            }
         }
     }
 
@@ -132,11 +167,23 @@ impl Cipher {
                 true
             }
             Cipher::Tea { key } => {
-                cfb64_encrypt(buf, |b| tea_encrypt(key, b));
+                cfb_encrypt(buf, |b| tea_encrypt(key, b));
                 true
             }
             Cipher::Xtea { key } => {
-                cfb64_encrypt(buf, |b| xtea_encrypt(key, b));
+                cfb_encrypt(buf, |b| xtea_encrypt(key, b));
+                true
+            }
+            Cipher::Blowfish(bf) => {
+                cfb_encrypt(buf, |b| bf.encrypt_block(b));
+                true
+            }
+            Cipher::Twofish(tf) => {
+                cfb_encrypt(buf, |b| tf.encrypt_block(b));
+                true
+            }
+            Cipher::Sm4(sm4) => {
+                cfb_encrypt(buf, |b| sm4.encrypt_block(b));
                 true
             }
         }
@@ -159,11 +206,23 @@ impl Cipher {
                 true
             }
             Cipher::Tea { key } => {
-                cfb64_decrypt(buf, |b| tea_encrypt(key, b));
+                cfb_decrypt(buf, |b| tea_encrypt(key, b));
                 true
             }
             Cipher::Xtea { key } => {
-                cfb64_decrypt(buf, |b| xtea_encrypt(key, b));
+                cfb_decrypt(buf, |b| xtea_encrypt(key, b));
+                true
+            }
+            Cipher::Blowfish(bf) => {
+                cfb_decrypt(buf, |b| bf.encrypt_block(b));
+                true
+            }
+            Cipher::Twofish(tf) => {
+                cfb_decrypt(buf, |b| tf.encrypt_block(b));
+                true
+            }
+            Cipher::Sm4(sm4) => {
+                cfb_decrypt(buf, |b| sm4.encrypt_block(b));
                 true
             }
         }
@@ -206,11 +265,12 @@ fn xor_table(table: &[u8; XOR_TABLE_LEN], buf: &mut [u8]) {
     }
 }
 
-/// Full-block CFB encryption with an 8-byte block cipher, kcp-go's fixed IV.
-fn cfb64_encrypt(buf: &mut [u8], block: impl Fn(&mut [u8; 8])) {
-    let mut feedback = [0u8; 8];
-    feedback.copy_from_slice(&CFB_IV[..8]);
-    for chunk in buf.chunks_mut(8) {
+/// Full-block CFB encryption with an N-byte block cipher from kcp-go's fixed IV (its first N
+/// bytes); a trailing partial block uses a truncated keystream block.
+fn cfb_encrypt<const N: usize>(buf: &mut [u8], block: impl Fn(&mut [u8; N])) {
+    let mut feedback = [0u8; N];
+    feedback.copy_from_slice(&CFB_IV[..N]);
+    for chunk in buf.chunks_mut(N) {
         let mut ks = feedback;
         block(&mut ks);
         for (c, k) in chunk.iter_mut().zip(ks) {
@@ -220,10 +280,10 @@ fn cfb64_encrypt(buf: &mut [u8], block: impl Fn(&mut [u8; 8])) {
     }
 }
 
-fn cfb64_decrypt(buf: &mut [u8], block: impl Fn(&mut [u8; 8])) {
-    let mut feedback = [0u8; 8];
-    feedback.copy_from_slice(&CFB_IV[..8]);
-    for chunk in buf.chunks_mut(8) {
+fn cfb_decrypt<const N: usize>(buf: &mut [u8], block: impl Fn(&mut [u8; N])) {
+    let mut feedback = [0u8; N];
+    feedback.copy_from_slice(&CFB_IV[..N]);
+    for chunk in buf.chunks_mut(N) {
         let mut ks = feedback;
         block(&mut ks);
         feedback[..chunk.len()].copy_from_slice(chunk);
@@ -466,6 +526,9 @@ mod tests {
             Crypt::Xor,
             Crypt::Tea,
             Crypt::Xtea,
+            Crypt::Blowfish,
+            Crypt::Twofish,
+            Crypt::Sm4,
         ] {
             let c = Cipher::new(crypt, "k").unwrap();
             let mut nonce = NonceSource::new();

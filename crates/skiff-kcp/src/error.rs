@@ -18,11 +18,11 @@ impl fmt::Display for KcpError {
         match self {
             KcpError::UnknownCrypt(n) => write!(
                 f,
-                "unknown kcp crypt {n:?} (none, aes, aes-128, aes-192, salsa20, xor, tea, xtea)"
+                "unknown kcp crypt {n:?} (none, aes, aes-128, aes-192, salsa20, xor, tea, xtea, blowfish, twofish, sm4)"
             ),
             KcpError::UnsupportedCrypt(n) => write!(
                 f,
-                "kcp crypt {n:?} is not supported here (use none, aes, aes-128, aes-192, salsa20, xor, tea or xtea)"
+                "kcp crypt {n:?} is not supported here (use none, aes, aes-128, aes-192, salsa20, xor, tea, xtea, blowfish, twofish or sm4)"
             ),
             KcpError::UnknownMode(n) => {
                 write!(

@@ -110,6 +110,15 @@ impl FecEncoder {
         self.next = self.next.wrapping_add(1) % self.paws.max(1);
     }
 
+    /// Frees the shard caches between groups (idle sessions); they regrow on the next packet.
+    pub(crate) fn shrink_if_between_groups(&mut self) {
+        if self.count == 0 {
+            for b in self.shards.iter_mut().chain(self.parity.iter_mut()) {
+                *b = Vec::new();
+            }
+        }
+    }
+
     pub(crate) fn parity_shards(&self) -> usize {
         self.ps
     }
@@ -149,6 +158,11 @@ impl FecDecoder {
         })
     }
 
+    /// Drops spare buffers (idle sessions); queued shards stay until complete or expired.
+    pub(crate) fn shrink_idle(&mut self) {
+        self.pool = Vec::new();
+    }
+
     /// Hands back buffers of [`FecDecoder::recovered`] once the caller has used them.
     pub(crate) fn recycle_recovered(&mut self) {
         while let Some(b) = self.recovered.pop() {
@@ -157,7 +171,7 @@ impl FecDecoder {
     }
 
     fn give(&mut self, b: Vec<u8>) {
-        if self.pool.len() < self.rx_limit + self.ds {
+        if self.pool.len() < self.group {
             self.pool.push(b);
         }
     }
@@ -250,10 +264,14 @@ impl FecDecoder {
         if first >= end {
             return;
         }
-        let removed: Vec<RxShard> = self.rx.drain(first..end).collect();
-        for s in removed {
-            self.give(s.data);
+        let limit = self.group;
+        let mut pool = std::mem::take(&mut self.pool);
+        for s in self.rx.drain(first..end) {
+            if pool.len() < limit {
+                pool.push(s.data);
+            }
         }
+        self.pool = pool;
     }
 
     /// Rebuilds the missing data shards of the group in `rx[first..first+n]`.
@@ -384,6 +402,41 @@ mod tests {
             assert!(dec.recovered.is_empty());
         }
         assert_eq!(dec.queued(), 0);
+    }
+
+    #[test]
+    fn sequence_ids_wrap_after_parity_and_groups_still_decode() {
+        let mut enc = FecEncoder::new(10, 3).unwrap();
+        assert_eq!(enc.paws % 13, 0);
+        enc.next = enc.paws - 13;
+        let mut dec = FecDecoder::new(10, 3).unwrap();
+        let mut seqids = Vec::new();
+        let mut recovered = 0;
+        for i in 0..20u8 {
+            let mut pkt = vec![0u8; FEC_HEADER_SIZE_PLUS2];
+            pkt.extend_from_slice(&[i; 30]);
+            let ready = enc.encode(&mut pkt);
+            seqids.push(u32::from_le_bytes(pkt[..4].try_into().unwrap()));
+            // lose data shard 4 of each group
+            if i % 10 != 4 {
+                dec.decode(&pkt, 0);
+            }
+            if ready {
+                for k in 0..3 {
+                    let mut par = Vec::new();
+                    enc.write_parity(k, &mut par);
+                    seqids.push(u32::from_le_bytes(par[..4].try_into().unwrap()));
+                    dec.decode(&par, 0);
+                    recovered += dec.recovered.len();
+                    for r in &dec.recovered {
+                        assert_eq!(&r[2..32], &[i - 5; 30]);
+                    }
+                }
+            }
+        }
+        assert_eq!(seqids[12], enc.paws - 1);
+        assert_eq!(seqids[13], 0, "wraps to 0 after the group's last parity");
+        assert_eq!(recovered, 2);
     }
 
     proptest! {

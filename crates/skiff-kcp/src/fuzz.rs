@@ -3,7 +3,7 @@
 use crate::crypt::{CRYPT_HEADER_SIZE, Cipher, NonceSource};
 use crate::{Crypt, KcpConfig, KcpSession, peek_conv};
 
-const CRYPTS: [Crypt; 8] = [
+const CRYPTS: [Crypt; 11] = [
     Crypt::None,
     Crypt::Aes,
     Crypt::Aes128,
@@ -12,9 +12,12 @@ const CRYPTS: [Crypt; 8] = [
     Crypt::Xor,
     Crypt::Tea,
     Crypt::Xtea,
+    Crypt::Blowfish,
+    Crypt::Twofish,
+    Crypt::Sm4,
 ];
 
-/// `data[0]` picks the crypt and FEC setting; the rest is a list of `len u16 LE | mode | body`
+/// `data[0]`: low nibble picks the crypt, 0x10 turns FEC off, 0x20 turns ack-no-delay on; the rest is a list of `len u16 LE | mode | body`
 /// records. Mode bit 0 set: the body is sealed with a valid nonce, CRC and cipher first (so
 /// the fuzzer reaches FEC and KCP parsing); clear: the body goes in raw. The session's conv
 /// is taken from the first datagram, as a server would.
@@ -23,15 +26,15 @@ pub fn fuzz_datagrams(data: &[u8]) {
         return;
     };
     let mut cfg = KcpConfig::kcptun_default(false);
-    cfg.crypt = CRYPTS[(sel & 7) as usize];
+    cfg.crypt = CRYPTS[usize::from(sel & 0x0f) % CRYPTS.len()];
     cfg.key = "fuzz".to_string();
-    if sel & 8 != 0 {
+    if sel & 0x10 != 0 {
         cfg.data_shards = 0;
     }
-    if sel & 16 != 0 {
+    if sel & 0x20 != 0 {
         cfg.ack_nodelay = true;
     }
-    let Ok(cipher) = Cipher::new(cfg.crypt, &cfg.key) else {
+    let Ok(cipher) = Cipher::shared(cfg.crypt, &cfg.key) else {
         return;
     };
     let mut nonce = NonceSource::new();

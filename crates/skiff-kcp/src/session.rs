@@ -2,6 +2,7 @@
 //! nonce+CRC header and the packet cipher (spec/kcp.md §2). Datagrams in, datagrams out.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use crate::arq::{InputError, Kcp, itimediff};
 use crate::crypt::{CRYPT_HEADER_SIZE, Cipher, NonceSource};
@@ -13,8 +14,8 @@ use crate::{KcpConfig, KcpError};
 const MAX_DATAGRAM: usize = 65_535;
 /// Outgoing datagrams kept for [`KcpSession::poll_datagram`] before new ones are dropped.
 const OUT_QUEUE_LIMIT: usize = 8192;
-/// Spare datagram buffers kept for reuse (a full FEC group and then some).
-const POOL_LIMIT: usize = 32;
+/// Spare datagram buffers kept for reuse (about one FEC group).
+const POOL_LIMIT: usize = 16;
 
 /// Counters of one session.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -82,7 +83,7 @@ impl Emitter<'_> {
 /// One KCP conversation with its FEC and crypt state.
 pub struct KcpSession {
     kcp: Kcp,
-    cipher: Cipher,
+    cipher: Arc<Cipher>,
     nonce: NonceSource,
     fec_enc: Option<FecEncoder>,
     fec_dec: Option<FecDecoder>,
@@ -102,7 +103,7 @@ fn fec_enabled(config: &KcpConfig) -> bool {
 
 impl KcpSession {
     pub fn new(conv: u32, config: &KcpConfig) -> Result<KcpSession, KcpError> {
-        let cipher = Cipher::new(config.crypt, &config.key)?;
+        let cipher = Cipher::shared(config.crypt, &config.key)?;
         let (fec_enc, fec_dec, header) = if fec_enabled(config) {
             if config.data_shards + config.parity_shards > 255 {
                 return Err(KcpError::InvalidConfig(
@@ -296,6 +297,9 @@ impl KcpSession {
         if self.pool.len() < POOL_LIMIT {
             self.pool.push(buf);
         }
+        if self.out.is_empty() && self.out.capacity() > POOL_LIMIT {
+            self.out.shrink_to(POOL_LIMIT);
+        }
         self.stats.datagrams_out += 1;
         true
     }
@@ -313,7 +317,22 @@ impl KcpSession {
             let next_in = self.flush(now_ms, false);
             if due {
                 self.next_flush = now_ms.wrapping_add(next_in);
+                self.shrink_if_idle();
             }
+        }
+    }
+
+    /// After a burst, hand memory back once nothing is queued or in flight.
+    fn shrink_if_idle(&mut self) {
+        if !self.kcp.shrink_if_idle() || !self.out.is_empty() {
+            return;
+        }
+        self.pool.truncate(2);
+        if let Some(enc) = self.fec_enc.as_mut() {
+            enc.shrink_if_between_groups();
+        }
+        if let Some(dec) = self.fec_dec.as_mut() {
+            dec.shrink_idle();
         }
     }
 
@@ -347,7 +366,7 @@ pub fn peek_conv(config: &KcpConfig, datagram: &[u8]) -> Option<u32> {
     if datagram.len() > MAX_DATAGRAM {
         return None;
     }
-    let cipher = Cipher::new(config.crypt, &config.key).ok()?;
+    let cipher = Cipher::shared(config.crypt, &config.key).ok()?;
     let mut buf = datagram.to_vec();
     let body = cipher.open(&mut buf)?;
     let kcp_bytes = match fec_flag(body) {

@@ -150,10 +150,19 @@ fn run_against_client(crypt_name: &str, crypt: Crypt) {
     }
     let s = session.expect("kcptun-client sent nothing");
     let stats = s.stats();
-    assert_eq!(
-        stats.dropped, 0,
-        "{crypt_name}: every datagram must pass CRC and parse: {stats:?}"
-    );
+    if crypt == Crypt::Sm4 {
+        // kcptun's sm4 occasionally emits a datagram with one corrupted block (see the
+        // kcptun_server test): those are dropped by the CRC, never used.
+        assert!(
+            stats.dropped * 20 <= stats.datagrams_in,
+            "{crypt_name}: {stats:?}"
+        );
+    } else {
+        assert_eq!(
+            stats.dropped, 0,
+            "{crypt_name}: every datagram must pass CRC and parse: {stats:?}"
+        );
+    }
     let (frames, data) = smux_psh_data(&received);
     assert_eq!(
         frames.first(),
@@ -188,6 +197,9 @@ fn real_kcptun_client_is_understood_for_every_crypt() {
         ("xor", Crypt::Xor),
         ("tea", Crypt::Tea),
         ("xtea", Crypt::Xtea),
+        ("blowfish", Crypt::Blowfish),
+        ("twofish", Crypt::Twofish),
+        ("sm4", Crypt::Sm4),
     ] {
         run_against_client(name, crypt);
     }

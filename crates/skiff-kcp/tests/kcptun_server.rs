@@ -1,6 +1,6 @@
 //! Interop with the real Debian `kcptun-server`: our KcpSession plays kcptun-client's KCP layer
 //! (hand-written smux v1 frames, no compression) towards a TCP echo target on 127.0.0.1 and
-//! must get its bytes back — for every crypt we implement.
+//! must get its bytes back — for every crypt we implement, with deterministic loss both ways.
 //!
 //! Skips when /usr/bin/kcptun-server is absent. Every wait is bounded; the only process ended
 //! is the child this test spawned, by its handle.
@@ -104,6 +104,7 @@ fn run_against_server(crypt_name: &str, crypt: Crypt) {
     let mut received = Vec::new();
     let mut buf = vec![0u8; 65_536];
     let mut out = Vec::new();
+    let (mut sent_count, mut recv_count) = (0u64, 0u64);
     let t0 = Instant::now();
     let now_ms = || t0.elapsed().as_millis() as u32;
     // kcptun-server needs a moment to bind; lost first datagrams are simply resent by KCP.
@@ -113,10 +114,20 @@ fn run_against_server(crypt_name: &str, crypt: Crypt) {
         }
         s.update(now_ms());
         while s.poll_datagram(&mut out) {
-            let _ = udp.send(&out); // ECONNREFUSED before the server binds: KCP resends.
+            sent_count += 1;
+            // Lose every 7th datagram on the way out: kcptun must recover (FEC or resend).
+            if sent_count % 7 != 0 {
+                let _ = udp.send(&out); // ECONNREFUSED before the server binds: KCP resends.
+            }
         }
         match udp.recv(&mut buf) {
-            Ok(n) => s.handle_datagram(&buf[..n], now_ms()),
+            Ok(n) => {
+                recv_count += 1;
+                // …and every 9th on the way in: our FEC decodes kcptun's parity.
+                if recv_count % 9 != 0 {
+                    s.handle_datagram(&buf[..n], now_ms());
+                }
+            }
             Err(e)
                 if matches!(
                     e.kind(),
@@ -146,10 +157,26 @@ fn run_against_server(crypt_name: &str, crypt: Crypt) {
         s.stats()
     );
     assert!(echoed == payload, "{crypt_name}: echo corrupted");
-    assert_eq!(
-        s.stats().dropped,
-        0,
-        "{crypt_name}: server datagrams all valid"
+    let stats = s.stats();
+    if crypt == Crypt::Sm4 {
+        // kcptun 20210922's sm4 now and then emits a full-size datagram with one wrong 16-byte
+        // block (OpenSSL's SM4-CFB decrypts those wire bytes exactly as we do and the CRC
+        // fails too: the sender is at fault, likely its SM4 scratch state shared between the
+        // encrypting and decrypting goroutines). Such datagrams must be dropped, never used.
+        assert!(
+            stats.dropped * 20 <= stats.datagrams_in,
+            "{crypt_name}: too many bad datagrams: {stats:?}"
+        );
+    } else {
+        assert_eq!(
+            stats.dropped, 0,
+            "{crypt_name}: server datagrams all valid: {stats:?}"
+        );
+    }
+    assert!(
+        s.stats().fec_recovered > 0,
+        "{crypt_name}: kcptun's parity rebuilt lost data: {:?}",
+        s.stats()
     );
 }
 
@@ -168,6 +195,9 @@ fn real_kcptun_server_echoes_through_our_session_for_every_crypt() {
         ("xor", Crypt::Xor),
         ("tea", Crypt::Tea),
         ("xtea", Crypt::Xtea),
+        ("blowfish", Crypt::Blowfish),
+        ("twofish", Crypt::Twofish),
+        ("sm4", Crypt::Sm4),
     ] {
         run_against_server(name, crypt);
     }

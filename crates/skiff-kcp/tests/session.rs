@@ -11,7 +11,7 @@ fn hex(s: &str) -> Vec<u8> {
         .collect()
 }
 
-const ALL_CRYPTS: [Crypt; 8] = [
+const ALL_CRYPTS: [Crypt; 11] = [
     Crypt::None,
     Crypt::Aes,
     Crypt::Aes128,
@@ -20,6 +20,9 @@ const ALL_CRYPTS: [Crypt; 8] = [
     Crypt::Xor,
     Crypt::Tea,
     Crypt::Xtea,
+    Crypt::Blowfish,
+    Crypt::Twofish,
+    Crypt::Sm4,
 ];
 
 fn config(client: bool, crypt: Crypt, key: &str) -> KcpConfig {
@@ -147,10 +150,12 @@ fn kcptun_defaults_and_modes() {
     assert_eq!(m, before);
     assert!(m.apply_mode("turbo").is_err());
     assert_eq!(Crypt::parse("aes-192").unwrap(), Crypt::Aes192);
-    assert!(matches!(
-        Crypt::parse("sm4"),
-        Err(KcpError::UnsupportedCrypt(_))
-    ));
+    assert_eq!(Crypt::parse("sm4").unwrap(), Crypt::Sm4);
+    for unsupported in ["cast5", "3des"] {
+        let err = Crypt::parse(unsupported).unwrap_err();
+        assert!(matches!(err, KcpError::UnsupportedCrypt(_)));
+        assert!(err.to_string().contains(unsupported));
+    }
     let err = Crypt::parse("rot13").unwrap_err();
     assert!(err.to_string().contains("rot13"));
 }
@@ -192,7 +197,7 @@ impl Link {
             if self.rng.next().is_multiple_of(10) {
                 continue;
             }
-            let at = now + 5 + (self.rng.next() % 21) as u32;
+            let at = now.wrapping_add(5 + (self.rng.next() % 21) as u32);
             self.in_flight.push((at, std::mem::take(&mut d)));
         }
     }
@@ -200,7 +205,7 @@ impl Link {
     fn deliver(&mut self, to: &mut KcpSession, now: u32) {
         let mut i = 0;
         while i < self.in_flight.len() {
-            if self.in_flight[i].0 <= now {
+            if now.wrapping_sub(self.in_flight[i].0) as i32 >= 0 {
                 let (_, d) = self.in_flight.swap_remove(i);
                 to.handle_datagram(&d, now);
             } else {
@@ -216,8 +221,23 @@ fn pattern(len: usize, seed: u64) -> Vec<u8> {
 }
 
 fn run_lossy_transfer(crypt: Crypt, up_len: usize, down_len: usize) -> (KcpSession, KcpSession) {
-    let mut client = KcpSession::new(0x1234_5678, &config(true, crypt, "e2e")).unwrap();
-    let mut server = KcpSession::new(0x1234_5678, &config(false, crypt, "e2e")).unwrap();
+    run_lossy_transfer_with(crypt, up_len, down_len, 0, |_| {})
+}
+
+/// Both directions at once over seeded 10 % loss; `start` is the first clock value (to test
+/// wrap-around) and `tweak` adjusts both sides' configs.
+fn run_lossy_transfer_with(
+    crypt: Crypt,
+    up_len: usize,
+    down_len: usize,
+    start: u32,
+    tweak: fn(&mut KcpConfig),
+) -> (KcpSession, KcpSession) {
+    let (mut ccfg, mut scfg) = (config(true, crypt, "e2e"), config(false, crypt, "e2e"));
+    tweak(&mut ccfg);
+    tweak(&mut scfg);
+    let mut client = KcpSession::new(0x1234_5678, &ccfg).unwrap();
+    let mut server = KcpSession::new(0x1234_5678, &scfg).unwrap();
     let up = pattern(up_len, 1);
     let down = pattern(down_len, 2);
     let (mut up_sent, mut down_sent) = (0, 0);
@@ -232,7 +252,7 @@ fn run_lossy_transfer(crypt: Crypt, up_len: usize, down_len: usize) -> (KcpSessi
         in_flight: Vec::new(),
     };
     let mut buf = vec![0u8; 64 * 1024];
-    let mut now = 0u32;
+    let mut now = start;
     // Simulated milliseconds; 20 simulated minutes is far beyond what 1 MiB needs.
     for _ in 0..1_200_000 {
         if up_sent < up.len() {
@@ -270,8 +290,9 @@ fn run_lossy_transfer(crypt: Crypt, up_len: usize, down_len: usize) -> (KcpSessi
         }
         assert!(!client.is_dead() && !server.is_dead());
         // Jump to the next timer (at least 1 ms so the link moves).
-        let next = client.next_update_ms(now).min(server.next_update_ms(now));
-        now = next.max(now + 1).min(now + 5);
+        let wait = |s: &KcpSession| s.next_update_ms(now).wrapping_sub(now) as i32;
+        let step = wait(&client).min(wait(&server)).clamp(1, 5);
+        now = now.wrapping_add(step as u32);
     }
     assert_eq!(up_got.len(), up.len(), "upload incomplete");
     assert!(up_got == up, "upload corrupted");
@@ -294,6 +315,46 @@ fn one_mib_over_a_lossy_link_arrives_intact() {
     );
     assert_eq!(c.dropped + s.dropped, 0);
     assert_eq!(c.dropped_out + s.dropped_out, 0);
+}
+
+#[test]
+fn congestion_control_nodelay_and_a_wrapping_clock() {
+    // manual-mode style: congestion window on, nodelay, fast3 interval, ack-no-delay, and a
+    // clock that wraps past u32::MAX a few seconds in.
+    let (client, server) =
+        run_lossy_transfer_with(Crypt::Salsa20, 512 << 10, 64 << 10, u32::MAX - 3000, |c| {
+            c.no_congestion = false;
+            c.nodelay = true;
+            c.interval_ms = 10;
+            c.ack_nodelay = true;
+        });
+    assert!(client.stats().retransmits > 0);
+    assert_eq!(server.stats().dropped, 0);
+}
+
+#[test]
+fn kcptun_manual_mode_defaults_deliver() {
+    // kcptun --mode manual without further flags: nodelay 0, interval 50, resend 0, nc 0 —
+    // congestion window on and no fast resend (early retransmit shrinks cwnd as in kcp-go).
+    run_lossy_transfer_with(Crypt::Aes128, 256 << 10, 32 << 10, 5, |c| {
+        c.nodelay = false;
+        c.interval_ms = 50;
+        c.resend = 0;
+        c.no_congestion = false;
+    });
+}
+
+#[test]
+fn no_fec_and_small_windows_still_deliver() {
+    let (_, server) = run_lossy_transfer_with(Crypt::Xtea, 256 << 10, 32 << 10, 77, |c| {
+        c.data_shards = 0;
+        c.parity_shards = 0;
+        c.snd_wnd = 8;
+        c.rcv_wnd = 8;
+        c.mtu = 576;
+        c.resend = 0;
+    });
+    assert_eq!(server.stats().fec_recovered, 0);
 }
 
 #[test]
