@@ -40,6 +40,7 @@ mod segment;
 mod session;
 mod sm4;
 mod twofish;
+
 /// kcptun's stream layers above KCP: snappy framing and smux.
 pub mod smux;
 pub mod snappy_frame;
