@@ -16,7 +16,7 @@ use skiff_proto::trojan::server::TrojanAccept;
 use skiff_proto::vless::packet::VlessPacketStream;
 use skiff_proto::vless::server::VlessAccept;
 use skiff_proto::vmess::VmessAccept;
-use skiff_proto::{http, shadowsocks, socks, trojan, vless, vmess};
+use skiff_proto::{http, mux, shadowsocks, socks, trojan, vless, vmess};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
@@ -205,6 +205,19 @@ async fn handshake(
                     user,
                 }),
                 Ok(Ok(VlessAccept::Fallback { stream })) => return Ok(Handshake::Fallback(stream)),
+                Ok(Ok(VlessAccept::Mux { stream, user })) => {
+                    // Xray clients' UDP (XUDP): the first frame opens the session.
+                    let udp = match timeout(limit, Box::pin(mux::accept_udp(stream))).await {
+                        Ok(result) => result?,
+                        Err(_) => return Err(timed_out()),
+                    };
+                    return Ok(Handshake::StreamUdp {
+                        destination: udp.destination,
+                        halves: (Box::new(udp.reader), Box::new(udp.writer)),
+                        user,
+                        level: None,
+                    });
+                }
                 Ok(Ok(VlessAccept::Udp {
                     destination,
                     stream,

@@ -103,6 +103,7 @@ impl InboundHandler {
                         .map(|c| VlessUser {
                             id: UserId::from_bytes(c.id),
                             email: c.email.clone(),
+                            vision: c.flow.is_vision(),
                         })
                         .collect(),
                 }),

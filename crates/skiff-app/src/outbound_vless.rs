@@ -15,6 +15,8 @@ use skiff_proto::vless::codec::Command;
 use skiff_proto::vless::packet::VlessPacketStream;
 use skiff_proto::vless::user::UserId;
 
+use skiff_config::VlessFlow;
+
 use crate::dial::dial;
 use crate::stack::OutboundLayers;
 use crate::udp_links::{self, LinkOpener};
@@ -22,6 +24,7 @@ use crate::udp_links::{self, LinkOpener};
 pub struct VlessOutbound {
     pub server: Address,
     pub user: UserId,
+    pub flow: VlessFlow,
     pub layers: OutboundLayers,
     /// Chained outbound (`proxySettings.tag`): reach the server through it.
     pub via: Option<Arc<dyn Outbound>>,
@@ -36,6 +39,9 @@ impl Outbound for VlessOutbound {
         Box::pin(async move {
             let stream = dial(&self.server, self.via.as_ref(), meta).await?;
             let stream = self.layers.wrap(stream).await?;
+            if self.flow.is_vision() {
+                return client::connect_vision(stream, &self.user, destination);
+            }
             Ok(client::connect(
                 stream,
                 &self.user,
@@ -50,6 +56,7 @@ impl Outbound for VlessOutbound {
             let opener = Arc::new(Links {
                 server: self.server.clone(),
                 user: self.user,
+                flow: self.flow,
                 layers: self.layers.clone(),
                 via: self.via.clone(),
                 meta: meta.clone(),
@@ -63,6 +70,7 @@ impl Outbound for VlessOutbound {
 struct Links {
     server: Address,
     user: UserId,
+    flow: VlessFlow,
     layers: OutboundLayers,
     via: Option<Arc<dyn Outbound>>,
     meta: Metadata,
@@ -75,6 +83,14 @@ impl LinkOpener for Links {
         destination: &'a Address,
     ) -> BoxFuture<'a, io::Result<(BoxDatagramRecv, BoxDatagramSend)>> {
         Box::pin(async move {
+            // Xray's Vision client keeps UDP/443 (QUIC) off the tunnel unless the flow says
+            // `-udp443`, so browsers fall back to TCP, where Vision can do its work.
+            if self.flow == VlessFlow::Vision && destination.port() == 443 {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    "XTLS Vision refuses UDP to port 443 (use flow xtls-rprx-vision-udp443 to allow it)",
+                ));
+            }
             let stream = dial(&self.server, self.via.as_ref(), &self.meta).await?;
             let stream = self.layers.wrap(stream).await?;
             let packets = VlessPacketStream::new(client::connect(
@@ -127,6 +143,7 @@ mod tests {
                 users: vec![VlessUser {
                     id: UserId::from_bytes(ID),
                     email: None,
+                    vision: false,
                 }],
             };
             loop {
@@ -167,6 +184,7 @@ mod tests {
         VlessOutbound {
             server: Address::Ip(server),
             user: UserId::from_bytes(ID),
+            flow: VlessFlow::None,
             layers: OutboundLayers::build(&StreamPlan::default(), "127.0.0.1").unwrap(),
             via: None,
         }

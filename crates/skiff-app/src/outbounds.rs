@@ -83,6 +83,7 @@ fn make(plan: &OutboundPlan, via: Option<Arc<dyn Outbound>>) -> Result<Arc<dyn O
         OutboundProtocol::Vless(v) => Arc::new(VlessOutbound {
             server: Address::from_host(&v.address, v.port),
             user: UserId::from_bytes(v.id),
+            flow: v.flow,
             layers: OutboundLayers::build(&plan.stream, &v.address)?,
             via,
         }),

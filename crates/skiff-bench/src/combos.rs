@@ -10,6 +10,9 @@ pub enum Kind {
     Tunnel,
     /// B: dokodemo-door → VLESS out; C: VLESS in → freedom; over TLS and/or WebSocket.
     Vless { tls: bool, ws: bool },
+    /// VLESS with XTLS Vision over TCP + TLS 1.3: leaves the outer TLS (and splices) once the
+    /// inner traffic is TLS 1.3 application data, so it shows with `--payload tls`.
+    VlessVision,
     /// B: dokodemo-door → Trojan out; C: Trojan in → freedom; always over TLS, optionally
     /// with WebSocket between (trojan-gfw speaks only the plain-TLS form).
     Trojan { ws: bool },
@@ -48,7 +51,10 @@ impl Kind {
     pub fn tls(self) -> bool {
         matches!(
             self,
-            Kind::Vless { tls: true, .. } | Kind::Trojan { .. } | Kind::Vmess { tls: true, .. }
+            Kind::Vless { tls: true, .. }
+                | Kind::VlessVision
+                | Kind::Trojan { .. }
+                | Kind::Vmess { tls: true, .. }
         )
     }
 }
@@ -102,6 +108,11 @@ pub const ALL: &[Combination] = &[
             tls: true,
             ws: true,
         },
+    },
+    Combination {
+        name: "vless-vision",
+        about: "VLESS with XTLS Vision over TCP with TLS (direct + splice on TLS 1.3 payloads)",
+        kind: Kind::VlessVision,
     },
     Combination {
         name: "trojan-tls",
@@ -197,7 +208,8 @@ mod tests {
         assert_eq!(names, ["raw", "tunnel"]);
         let names: Vec<_> = select(Some("vless-ws")).iter().map(|c| c.name).collect();
         assert_eq!(names, ["vless-ws"]);
-        assert_eq!(select(Some("vless")).len(), 4);
+        assert_eq!(select(Some("vless")).len(), 5);
+        assert!(select(Some("vless-vision"))[0].kind.tls());
         let names: Vec<_> = select(Some("trojan")).iter().map(|c| c.name).collect();
         assert_eq!(names, ["trojan-tls", "trojan-ws-tls"]);
         assert!(select(Some("trojan-tls")).iter().all(|c| c.kind.tls()));

@@ -217,7 +217,13 @@ fn proxy_stream(tls: bool, ws: bool, role: Role, flavor: Flavor, hops: &Hops) ->
 }
 
 /// B: dokodemo-door on `listen` to `d`, carried by VLESS to C at `c`.
-fn xray_vless_client(listen: SocketAddr, d: SocketAddr, c: SocketAddr, stream: Value) -> Value {
+fn xray_vless_client(
+    listen: SocketAddr,
+    d: SocketAddr,
+    c: SocketAddr,
+    stream: Value,
+    flow: &str,
+) -> Value {
     json!({
         "log": { "loglevel": "warning", "access": "none" },
         "inbounds": [dokodemo(listen, d)],
@@ -227,7 +233,7 @@ fn xray_vless_client(listen: SocketAddr, d: SocketAddr, c: SocketAddr, stream: V
             "settings": { "vnext": [{
                 "address": c.ip().to_string(),
                 "port": c.port(),
-                "users": [{ "id": BENCH_UUID, "encryption": "none" }]
+                "users": [with_flow(json!({ "id": BENCH_UUID, "encryption": "none" }), flow)]
             }] },
             "streamSettings": stream
         }]
@@ -276,7 +282,17 @@ fn xray_vmess_server(listen: SocketAddr, stream: Value) -> Value {
 }
 
 /// C: VLESS in on `listen`, freedom out.
-fn xray_vless_server(listen: SocketAddr, stream: Value) -> Value {
+/// A VLESS user object with `flow` set when there is one (v2ray 4.34 knows no flows).
+fn with_flow(mut user: Value, flow: &str) -> Value {
+    if !flow.is_empty()
+        && let Some(object) = user.as_object_mut()
+    {
+        object.insert("flow".into(), json!(flow));
+    }
+    user
+}
+
+fn xray_vless_server(listen: SocketAddr, stream: Value, flow: &str) -> Value {
     json!({
         "log": { "loglevel": "warning", "access": "none" },
         "inbounds": [{
@@ -284,7 +300,10 @@ fn xray_vless_server(listen: SocketAddr, stream: Value) -> Value {
             "listen": listen.ip().to_string(),
             "port": listen.port(),
             "protocol": "vless",
-            "settings": { "clients": [{ "id": BENCH_UUID }], "decryption": "none" },
+            "settings": {
+                "clients": [with_flow(json!({ "id": BENCH_UUID }), flow)],
+                "decryption": "none"
+            },
             "streamSettings": stream
         }],
         "outbounds": [freedom()]
@@ -474,6 +493,8 @@ impl Implementation {
             Kind::Tunnel | Kind::Vless { .. } | Kind::Trojan { ws: true } | Kind::Vmess { .. } => {
                 matches!(self.flavor, Flavor::Skiff | Flavor::Xray | Flavor::V2ray)
             }
+            // v2ray 4.34 has no flows; sing-box speaks Vision in its own config format.
+            Kind::VlessVision => matches!(self.flavor, Flavor::Skiff | Flavor::Xray),
             Kind::Trojan { ws: false } => matches!(
                 self.flavor,
                 Flavor::Skiff | Flavor::Xray | Flavor::V2ray | Flavor::Trojan
@@ -514,8 +535,20 @@ impl Implementation {
             (Kind::Vless { tls, ws }, Flavor::Skiff | Flavor::Xray | Flavor::V2ray) => {
                 let stream = proxy_stream(tls, ws, role, self.flavor, hops)?;
                 match role {
-                    Role::Client => xray_vless_client(hops.b_listen, hops.d, hops.c_listen, stream),
-                    Role::Server => xray_vless_server(hops.c_listen, stream),
+                    Role::Client => {
+                        xray_vless_client(hops.b_listen, hops.d, hops.c_listen, stream, "")
+                    }
+                    Role::Server => xray_vless_server(hops.c_listen, stream, ""),
+                }
+            }
+            (Kind::VlessVision, Flavor::Skiff | Flavor::Xray) => {
+                let stream = proxy_stream(true, false, role, self.flavor, hops)?;
+                let flow = "xtls-rprx-vision";
+                match role {
+                    Role::Client => {
+                        xray_vless_client(hops.b_listen, hops.d, hops.c_listen, stream, flow)
+                    }
+                    Role::Server => xray_vless_server(hops.c_listen, stream, flow),
                 }
             }
             (Kind::Trojan { ws }, Flavor::Skiff | Flavor::Xray | Flavor::V2ray) => {

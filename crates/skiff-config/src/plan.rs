@@ -185,6 +185,13 @@ pub struct StreamPlan {
     pub _reserved: (),
 }
 
+impl StreamPlan {
+    /// Raw TCP under TLS, nothing else: what XTLS Vision runs on.
+    pub fn is_raw_tls(&self) -> bool {
+        self.network == StreamNetwork::Tcp && matches!(self.security, StreamSecurity::Tls(_))
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum StreamNetwork {
     /// `tcp` / `raw` (the default), without header obfuscation.
@@ -272,6 +279,27 @@ pub struct VlessClient {
     pub email: Option<String>,
     /// `level`, default 0.
     pub level: u32,
+    /// `flow`.
+    pub flow: VlessFlow,
+}
+
+/// A VLESS user's `flow`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum VlessFlow {
+    /// "" (or absent): plain VLESS.
+    #[default]
+    None,
+    /// `xtls-rprx-vision`.
+    Vision,
+    /// `xtls-rprx-vision-udp443`: Vision, and the client also carries UDP to port 443 (the
+    /// wire says `xtls-rprx-vision`).
+    VisionUdp443,
+}
+
+impl VlessFlow {
+    pub fn is_vision(self) -> bool {
+        self != VlessFlow::None
+    }
 }
 
 /// Shows only the first 8 hex digits of the id.
@@ -323,6 +351,7 @@ pub struct VlessOutbound {
     pub port: u16,
     pub id: [u8; 16],
     pub level: u32,
+    pub flow: VlessFlow,
 }
 
 /// Shows only the first 8 hex digits of the id.

@@ -14,7 +14,7 @@ pub mod stream;
 pub use counted::Counted;
 pub use handshake::{Accepted, BoxFuture, ConnectOutcome, Connector, Reply};
 pub use metadata::Metadata;
-pub use stream::{BoxStream, Prefixed, ProxyStream};
+pub use stream::{BoxStream, DirectSwitch, Prefixed, ProxyStream};
 pub mod relay;
 pub mod stats;
 pub mod time;

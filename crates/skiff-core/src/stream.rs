@@ -28,6 +28,34 @@ pub trait ProxyStream: AsyncRead + AsyncWrite + Send + Unpin + 'static {
     fn poll_read_ready(&mut self, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(()))
     }
+
+    /// The socket this stream's *read* side is exactly, once the residue is drained. A stream
+    /// whose two directions leave a wrapping layer at different moments (XTLS Vision's direct
+    /// mode) answers per direction; every other stream answers as `raw_tcp`.
+    fn raw_tcp_read(&self) -> Option<&TcpStream> {
+        self.raw_tcp()
+    }
+
+    /// The socket this stream's *write* side is exactly: writes may go to it directly.
+    fn raw_tcp_write(&self) -> Option<&TcpStream> {
+        self.raw_tcp()
+    }
+
+    /// A TLS stream under our own record layer can stop encrypting one direction at a time
+    /// (XTLS Vision's "direct" switch). None for everything else.
+    fn direct_switch(&mut self) -> Option<&mut dyn DirectSwitch> {
+        None
+    }
+}
+
+/// Leaving the outer TLS one direction at a time (vless.md §7.4–7.5): after the switch that
+/// direction's bytes go to or come from the TCP socket unmodified.
+pub trait DirectSwitch {
+    /// From now on reads return, in order: plaintext already decrypted but not returned,
+    /// bytes read from the socket but not decrypted, then the socket's own bytes.
+    fn read_direct(&mut self);
+    /// From now on writes go to the socket as they are, after the records already sealed.
+    fn write_direct(&mut self);
 }
 
 pub type BoxStream = Box<dyn ProxyStream>;
@@ -52,6 +80,15 @@ impl ProxyStream for BoxStream {
     fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         (**self).poll_read_ready(cx)
     }
+    fn raw_tcp_read(&self) -> Option<&TcpStream> {
+        (**self).raw_tcp_read()
+    }
+    fn raw_tcp_write(&self) -> Option<&TcpStream> {
+        (**self).raw_tcp_write()
+    }
+    fn direct_switch(&mut self) -> Option<&mut dyn DirectSwitch> {
+        (**self).direct_switch()
+    }
 }
 
 /// A stream with bytes in front of it that a handshake read ahead (e.g. the start of the
@@ -74,6 +111,14 @@ impl<S> Prefixed<S> {
 impl<S: ProxyStream> ProxyStream for Prefixed<S> {
     fn raw_tcp(&self) -> Option<&TcpStream> {
         self.inner.raw_tcp()
+    }
+
+    fn raw_tcp_read(&self) -> Option<&TcpStream> {
+        self.inner.raw_tcp_read()
+    }
+
+    fn raw_tcp_write(&self) -> Option<&TcpStream> {
+        self.inner.raw_tcp_write()
     }
 
     fn take_read_residue(&mut self) -> Option<Bytes> {

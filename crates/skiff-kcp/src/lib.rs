@@ -39,11 +39,10 @@ mod gf;
 mod segment;
 mod session;
 mod sm4;
-mod twofish;
-
 /// kcptun's stream layers above KCP: snappy framing and smux.
 pub mod smux;
 pub mod snappy_frame;
+mod twofish;
 
 pub use config::{Crypt, KcpConfig};
 pub use crypt::derive_key;

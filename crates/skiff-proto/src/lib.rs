@@ -6,6 +6,7 @@ pub mod datagram;
 pub mod freedom;
 mod header_first;
 pub mod http;
+pub mod mux;
 pub mod proxy_protocol;
 pub mod shadowsocks;
 pub mod socks;

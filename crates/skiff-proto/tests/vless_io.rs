@@ -31,10 +31,12 @@ fn server() -> VlessServer {
             VlessUser {
                 id: UserId::parse("someone-else").unwrap(),
                 email: Some("other@example".into()),
+                vision: false,
             },
             VlessUser {
                 id: user(),
                 email: Some("me@example".into()),
+                vision: false,
             },
         ],
     }
@@ -135,6 +137,7 @@ fn expect_stream(accepted: VlessAccept) -> (Address, BoxStream, Option<String>) 
             user,
         } => (destination, stream, user),
         VlessAccept::Udp { .. } => panic!("expected Stream, got Udp"),
+        VlessAccept::Mux { .. } => panic!("expected Stream, got Mux"),
         VlessAccept::Fallback { .. } => panic!("expected Stream, got Fallback"),
     }
 }
@@ -397,16 +400,21 @@ async fn assert_refused(wire: &[u8], kind: io::ErrorKind) {
 async fn vless_known_user_errors_write_nothing() {
     bounded(async {
         let id = *user().as_bytes();
-        // Mux and Reverse are not supported.
+        // Mux is accepted (its first frame decides, see mux::udp); Reverse is not supported.
         let mux = header(id, None, Command::Mux, None);
         assert_eq!(mux.len(), 19);
-        assert_refused(&mux, io::ErrorKind::Unsupported).await;
+        let (mut c, s) = pair().await;
+        c.write_all(&mux).await.unwrap();
+        assert!(matches!(
+            accept(s, &server()).await,
+            Ok(VlessAccept::Mux { .. })
+        ));
         assert_refused(
             &header(id, None, Command::Reverse, None),
             io::ErrorKind::Unsupported,
         )
         .await;
-        // A flow (Vision) is not supported by this inbound.
+        // A flow (Vision) for a user whose flow is not Vision.
         assert_refused(
             &header(id, Some("xtls-rprx-vision"), Command::Tcp, Some(dest())),
             io::ErrorKind::InvalidData,

@@ -35,11 +35,13 @@ struct Lab {
     tls_bare: u16,
     /// VLESS over raw TCP, no fallback.
     raw_bare: u16,
+    /// The TLS inbounds' user has flow xtls-rprx-vision.
+    vision: bool,
     /// Removed on drop, after the processes above are gone.
     _dir: TempDir,
 }
 
-fn inbound(port: u16, fallback: Option<u16>, tls: Option<&Path>) -> String {
+fn inbound(port: u16, fallback: Option<u16>, tls: Option<&Path>, vision: bool) -> String {
     let fallbacks = fallback
         .map(|p| format!(r#", "fallbacks": [{{ "dest": {p} }}]"#))
         .unwrap_or_default();
@@ -52,15 +54,25 @@ fn inbound(port: u16, fallback: Option<u16>, tls: Option<&Path>) -> String {
             )
         })
         .unwrap_or_default();
+    let flow = if vision {
+        r#", "flow": "xtls-rprx-vision""#
+    } else {
+        ""
+    };
     format!(
         r#"{{ "listen": "127.0.0.1", "port": {port}, "protocol": "vless",
-             "settings": {{ "clients": [{{ "id": "{UUID}" }}], "decryption": "none" {fallbacks} }},
+             "settings": {{ "clients": [{{ "id": "{UUID}" {flow} }}], "decryption": "none" {fallbacks} }},
              "streamSettings": {{ "network": "tcp" {security} }} }}"#
     )
 }
 
 impl Lab {
     fn start(tag: &str) -> Option<Lab> {
+        Lab::start_with(tag, false)
+    }
+
+    /// `vision`: the users of the TLS inbounds have flow xtls-rprx-vision (Vision needs TLS).
+    fn start_with(tag: &str, vision: bool) -> Option<Lab> {
         let nginx_bin = nginx_binary()?;
         let dir = TempDir::new(&format!("probe-{tag}"));
         certificate(dir.path());
@@ -83,10 +95,10 @@ impl Lab {
             r#"{{ "log": {{ "loglevel": "debug" }},
                  "inbounds": [{}, {}, {}, {}],
                  "outbounds": [{{ "protocol": "freedom" }}] }}"#,
-            inbound(tls, Some(web), d),
-            inbound(raw, Some(web), None),
-            inbound(tls_bare, None, d),
-            inbound(raw_bare, None, None),
+            inbound(tls, Some(web), d, vision),
+            inbound(raw, Some(web), None, false),
+            inbound(tls_bare, None, d, vision),
+            inbound(raw_bare, None, None, false),
         );
         let (skiff, log) = start_skiff(
             dir.path(),
@@ -103,6 +115,7 @@ impl Lab {
             raw,
             tls_bare,
             raw_bare,
+            vision,
             _dir: dir,
         })
     }
@@ -133,7 +146,13 @@ impl Lab {
         }
         for port in [self.tls, self.tls_bare] {
             let out = s_client(port, "localhost", &vless);
-            assert_eq!(undated(&out.stdout), want, "valid VLESS over TLS :{port}");
+            if self.vision {
+                // A known user without the flow its config requires is refused, as Xray
+                // refuses plain TLS-in-TLS for Vision users: closed, no byte of any answer.
+                assert_eq!(out.stdout, b"", "flow-less VLESS to a Vision user :{port}");
+            } else {
+                assert_eq!(undated(&out.stdout), want, "valid VLESS over TLS :{port}");
+            }
         }
         assert_healthy(&mut self.skiff, &self.log);
         assert!(self.nginx.child.try_wait().unwrap().is_none());
@@ -201,7 +220,20 @@ fn raw_tcp_fallback_answers_like_nginx() {
 /// Inside TLS (SNI unknown to the certificate) every probe gets nginx's answer too.
 #[test]
 fn tls_fallback_answers_like_nginx() {
-    let Some(lab) = Lab::start("tls") else { return };
+    tls_fallback_case(false);
+}
+
+/// The same with the user's flow set to XTLS Vision: probes never reach the flow checks.
+#[test]
+fn tls_fallback_answers_like_nginx_with_vision_flow() {
+    tls_fallback_case(true);
+}
+
+fn tls_fallback_case(vision: bool) {
+    let tag = if vision { "tls-vision" } else { "tls" };
+    let Some(lab) = Lab::start_with(tag, vision) else {
+        return;
+    };
     for (what, bytes) in probes() {
         let want = lab.nginx_answer(&bytes);
         let out = s_client(lab.tls, "unknown.invalid", &bytes);
@@ -266,7 +298,18 @@ fn tls_port_closes_silently_on_bytes_that_are_not_tls() {
 /// No fallback: the connection just ends, without a byte of Skiff's own.
 #[test]
 fn without_fallback_nothing_comes_back() {
-    let Some(lab) = Lab::start("bare") else {
+    without_fallback_case(false);
+}
+
+/// The same with the TLS inbound's user on XTLS Vision.
+#[test]
+fn without_fallback_nothing_comes_back_with_vision_flow() {
+    without_fallback_case(true);
+}
+
+fn without_fallback_case(vision: bool) {
+    let tag = if vision { "bare-vision" } else { "bare" };
+    let Some(lab) = Lab::start_with(tag, vision) else {
         return;
     };
     for (what, bytes) in probes() {

@@ -63,6 +63,14 @@ fn build_inbound(item: &Item<RawInbound>, diags: &mut Vec<Diagnostic>) -> Option
                 .error("fallbacks need a raw TCP inbound (streamSettings network \"tcp\"/\"raw\")"),
         );
     }
+    if let Some(InboundProtocol::Vless(v)) = &protocol
+        && v.clients.iter().any(|c| c.flow.is_vision())
+        && !stream.is_raw_tls()
+    {
+        diags.push(loc.key("streamSettings").error(
+            "XTLS Vision (flow \"xtls-rprx-vision\") needs raw TCP with TLS: set network \"tcp\" and security \"tls\"",
+        ));
+    }
     if let Some(InboundProtocol::Shadowsocks(ss)) = &protocol
         && ss.network.udp
         && stream != StreamPlan::default()

@@ -68,6 +68,14 @@ fn build_outbound(item: &Item<RawOutbound>, diags: &mut Vec<Diagnostic>) -> Opti
     }
     let protocol =
         protocols::outbound_protocol(raw.protocol.as_deref(), raw.settings.as_ref(), loc, diags);
+    if let Some(OutboundProtocol::Vless(v)) = &protocol
+        && v.flow.is_vision()
+        && !stream.is_raw_tls()
+    {
+        diags.push(loc.key("streamSettings").error(
+            "XTLS Vision (flow \"xtls-rprx-vision\") needs raw TCP with TLS: set network \"tcp\" and security \"tls\"",
+        ));
+    }
     if let Some(OutboundProtocol::Kcptun(_)) = &protocol {
         if stream != StreamPlan::default() {
             diags.push(loc.key("streamSettings").error(

@@ -214,8 +214,8 @@ fn vless_inbound_errors() {
             ),
             "{}",
         ),
-        &format!("{s}.clients[0].flow"),
-        "flow xtls-rprx-vision is not supported yet",
+        "inbounds[0].streamSettings",
+        "XTLS Vision (flow \"xtls-rprx-vision\") needs raw TCP with TLS",
     );
     has_error(
         &vless_in(
@@ -225,7 +225,7 @@ fn vless_inbound_errors() {
             "{}",
         ),
         &format!("{s}.clients[0].flow"),
-        "unknown flow",
+        "XTLS v1, which Xray removed",
     );
     has_error(
         &vless_in(
@@ -384,8 +384,8 @@ fn vless_outbound_forms_and_limits() {
             )),
             "{}",
         ),
-        &format!("{s}.vnext[0].users[0].flow"),
-        "flow xtls-rprx-vision is not supported yet",
+        "outbounds[0].streamSettings",
+        "XTLS Vision (flow \"xtls-rprx-vision\") needs raw TCP with TLS",
     );
     has_error(
         &vless_out(
@@ -638,8 +638,8 @@ fn tls_settings_errors_and_warnings() {
             ),
             "{}",
         ),
-        "inbounds[0].settings.clients[0].flow",
-        "flow xtls-rprx-vision-udp443 is not supported yet",
+        "inbounds[0].streamSettings",
+        "needs raw TCP with TLS",
     );
     has_error(
         &with(r#""pinnedPeerCertSha256": "zz""#),
@@ -802,4 +802,31 @@ fn summary_shows_vless_without_secrets() {
         shown.contains("vless to example.com:443, id b831381d…, over WebSocket path /v host h.example, tls (sni s.example, alpn http/1.1)"),
         "{shown}"
     );
+}
+
+#[test]
+fn vision_loads_on_raw_tcp_with_tls() {
+    let tls = format!(
+        r#"{{"network": "tcp", "security": "tls", "tlsSettings": {{"certificates": [{{"certificate": ["{CERT}"], "key": ["{KEY}"]}}]}}}}"#
+    );
+    let plan = ok(&vless_in(
+        &format!(
+            r#"{{"clients": [{{"id": "{UUID}", "flow": "xtls-rprx-vision"}}], "decryption": "none"}}"#
+        ),
+        &tls,
+    ));
+    let crate::plan::InboundProtocol::Vless(v) = &plan.inbounds[0].protocol else {
+        panic!("not vless")
+    };
+    assert_eq!(v.clients[0].flow, crate::plan::VlessFlow::Vision);
+    let plan = ok(&vless_out(
+        &vnext(&format!(
+            r#"{{"id": "{UUID}", "encryption": "none", "flow": "xtls-rprx-vision-udp443"}}"#
+        )),
+        r#"{"security": "tls", "tlsSettings": {"serverName": "example.com"}}"#,
+    ));
+    let crate::plan::OutboundProtocol::Vless(v) = &plan.outbounds[0].protocol else {
+        panic!("not vless")
+    };
+    assert_eq!(v.flow, crate::plan::VlessFlow::VisionUdp443);
 }

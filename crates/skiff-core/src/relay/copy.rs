@@ -52,7 +52,7 @@ impl CopyState {
 
     /// Polls the copy from `reader` to `writer` until EOF has been read, everything written,
     /// and `writer` shut down; or, with `stop_when_raw`, until the buffer is empty at a moment
-    /// when both ends answer `raw_tcp()` (a protocol wrapper became transparent).
+    /// when the reader answers `raw_tcp_read()` and the writer `raw_tcp_write()` (a protocol wrapper became transparent).
     #[allow(clippy::too_many_arguments)]
     pub fn poll_copy<R, W>(
         &mut self,
@@ -70,7 +70,10 @@ impl CopyState {
     {
         loop {
             if self.start == self.end && !self.eof {
-                if stop_when_raw && reader.raw_tcp().is_some() && writer.raw_tcp().is_some() {
+                if stop_when_raw
+                    && reader.raw_tcp_read().is_some()
+                    && writer.raw_tcp_write().is_some()
+                {
                     // The buffer has done its job; splice needs none.
                     self.buf = None;
                     return Poll::Ready(Ok(CopyEnd::BothRaw));

@@ -214,7 +214,8 @@ impl Direction {
                 }
                 #[cfg(target_os = "linux")]
                 Direction::Splice(state) => {
-                    let (Some(from), Some(to)) = (reader.raw_tcp(), writer.raw_tcp()) else {
+                    let (Some(from), Some(to)) = (reader.raw_tcp_read(), writer.raw_tcp_write())
+                    else {
                         return Poll::Ready(Err(io::Error::other(
                             "a spliced stream stopped being a raw socket",
                         )));

@@ -8,8 +8,11 @@ use std::task::{Context, Poll, ready};
 use skiff_core::{Address, BoxStream, ProxyStream};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::codec::{Command, Parsed, Request, VERSION, encode_request, parse_response_header};
+use super::codec::{
+    Command, FLOW_VISION, Parsed, Request, VERSION, encode_request, parse_response_header,
+};
 use super::user::UserId;
+use super::vision::{Side, VisionStream};
 use crate::header_first::HeaderFirst;
 
 /// At most this many payload bytes ride in the same write as the request header.
@@ -52,6 +55,32 @@ pub fn connect(
         resp_len: 0,
         resp_done: false,
     })
+}
+
+/// Like [`connect`] for a TCP request under XTLS Vision (vless.md §7): `stream` must be TLS 1.3
+/// under Skiff's record layer. The request header rides with the first padded frame.
+pub fn connect_vision(
+    stream: BoxStream,
+    user: &UserId,
+    destination: &Address,
+) -> io::Result<BoxStream> {
+    let request = Request {
+        version: VERSION,
+        user: *user.as_bytes(),
+        flow: Some(FLOW_VISION.to_owned()),
+        command: Command::Tcp,
+        destination: Some(destination.clone()),
+    };
+    let mut header = Vec::new();
+    encode_request(&request, &mut header)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+    Ok(Box::new(VisionStream::new(
+        stream,
+        Side::Client,
+        *user.as_bytes(),
+        header,
+        &[],
+    )?))
 }
 
 struct VlessClientStream {

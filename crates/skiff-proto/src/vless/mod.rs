@@ -8,6 +8,7 @@ pub mod packet;
 pub mod server;
 pub mod udp;
 pub mod user;
+pub mod vision;
 
 #[cfg(test)]
 mod tests;

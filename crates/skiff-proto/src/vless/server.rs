@@ -8,10 +8,11 @@ use skiff_core::{Address, BoxStream, Prefixed, ProxyStream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::codec::{
-    Command, MAX_REQUEST_HEADER_LEN, Parsed, RESPONSE_HEADER, VlessError, parse_request,
-    parse_request_user,
+    Command, FLOW_VISION, MAX_REQUEST_HEADER_LEN, Parsed, RESPONSE_HEADER, VlessError,
+    parse_request, parse_request_user,
 };
 use super::user::UserId;
+use super::vision::{Side, VisionStream};
 
 /// How many bytes the handshake reads at most: a whole maximal header fits, plus a little of
 /// the payload that usually arrives with it.
@@ -24,6 +25,8 @@ pub struct VlessUser {
     pub id: UserId,
     /// Reported as the session's user (routing, per-user counters).
     pub email: Option<String>,
+    /// The user's flow is XTLS Vision: TCP requests must ask for it.
+    pub vision: bool,
 }
 
 /// The users of a VLESS inbound.
@@ -69,6 +72,13 @@ pub enum VlessAccept {
     /// `destination`. The response header has already been written.
     Udp {
         destination: Address,
+        stream: BoxStream,
+        user: Option<String>,
+    },
+    /// A Mux.Cool connection (command 0x03; Xray clients send UDP this way, as XUDP): the
+    /// response header is written (or, under Vision, rides with the first frame) and `stream`
+    /// carries Mux frames, for [`crate::mux::accept_udp`].
+    Mux {
         stream: BoxStream,
         user: Option<String>,
     },
@@ -147,18 +157,9 @@ pub async fn accept<S: ProxyStream>(
             Ok(Parsed::Incomplete) => continue,
             Err(error) => return Err(invalid(error)),
         };
-        if let Some(flow) = &request.flow {
-            return Err(invalid(format_args!(
-                "VLESS flow \"{flow}\" is not supported by this inbound"
-            )));
-        }
+        let vision = vision_requested(&request, known)?;
         let destination = match (request.command, request.destination) {
-            (Command::Mux, _) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::Unsupported,
-                    "VLESS Mux (command 0x03) is not supported",
-                ));
-            }
+            (Command::Mux, _) => Address::Domain("v1.mux.cool".into(), 0),
             (Command::Reverse, _) => {
                 return Err(io::Error::new(
                     io::ErrorKind::Unsupported,
@@ -170,11 +171,23 @@ pub async fn accept<S: ProxyStream>(
             (_, None) => return Err(invalid(VlessError::MissingDestination)),
         };
         let payload = &buf[header_len..filled];
-        stream.write_all(&RESPONSE_HEADER).await?;
-        stream.flush().await?;
         let user = known.email.clone();
-        let stream = with_prefix(payload, stream);
+        let stream: BoxStream = if vision {
+            // The response header leaves with Vision's first frame.
+            Box::new(VisionStream::new(
+                Box::new(stream),
+                Side::Server,
+                *known.id.as_bytes(),
+                RESPONSE_HEADER.to_vec(),
+                payload,
+            )?)
+        } else {
+            stream.write_all(&RESPONSE_HEADER).await?;
+            stream.flush().await?;
+            with_prefix(payload, stream)
+        };
         return Ok(match request.command {
+            Command::Mux => VlessAccept::Mux { stream, user },
             Command::Udp => VlessAccept::Udp {
                 destination,
                 stream,
@@ -189,6 +202,26 @@ pub async fn accept<S: ProxyStream>(
     }
 }
 
+/// The flow rules (vless.md §5 step 6): whether this request runs under XTLS Vision.
+fn vision_requested(request: &super::codec::Request, user: &VlessUser) -> io::Result<bool> {
+    match request.flow.as_deref() {
+        Some(FLOW_VISION) if !user.vision => Err(invalid(
+            "VLESS request asks for XTLS Vision, but this user's flow is not xtls-rprx-vision",
+        )),
+        Some(FLOW_VISION) if request.command == Command::Udp => Err(invalid(
+            "XTLS Vision does not carry VLESS UDP (command 0x02)",
+        )),
+        Some(FLOW_VISION) => Ok(true),
+        Some(other) => Err(invalid(format_args!(
+            "VLESS flow \"{other}\" is not supported"
+        ))),
+        None if user.vision && request.command == Command::Tcp => Err(invalid(
+            "this user's flow is xtls-rprx-vision, but the request has no flow (plain TLS-in-TLS is refused)",
+        )),
+        None => Ok(false),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,14 +233,17 @@ mod tests {
                 VlessUser {
                     id: UserId::from_bytes([1; 16]),
                     email: Some("a".into()),
+                    vision: false,
                 },
                 VlessUser {
                     id: UserId::from_bytes([2; 16]),
                     email: Some("b".into()),
+                    vision: false,
                 },
                 VlessUser {
                     id: UserId::from_bytes([2; 16]),
                     email: Some("c".into()),
+                    vision: false,
                 },
             ],
         };

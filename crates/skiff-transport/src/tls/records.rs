@@ -17,8 +17,9 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
+use bytes::Bytes;
 use rustls::{CommonState, ConnectionTrafficSecrets, ProtocolVersion};
-use skiff_core::{BoxStream, ProxyStream};
+use skiff_core::{BoxStream, DirectSwitch, ProxyStream};
 use skiff_crypto::{AeadKey, AeadKind, TAG_LEN};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -102,6 +103,10 @@ pub(crate) struct RecordStream {
     wbuf: Vec<u8>,
     wpos: usize,
     close_notify_sent: bool,
+    /// XTLS Vision switched the read side to the bare socket: no more records come in.
+    read_raw: bool,
+    /// XTLS Vision switched the write side to the bare socket: no more records go out.
+    write_raw: bool,
 }
 
 impl RecordStream {
@@ -132,6 +137,8 @@ impl RecordStream {
             wbuf: Vec::new(),
             wpos: 0,
             close_notify_sent: false,
+            read_raw: false,
+            write_raw: false,
         })
     }
 
@@ -281,6 +288,9 @@ impl AsyncRead for RecordStream {
         out: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if this.read_raw {
+            return this.poll_read_raw(cx, out);
+        }
         loop {
             let (a, b) = this.plain;
             if a < b {
@@ -321,6 +331,9 @@ impl AsyncWrite for RecordStream {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         ready!(this.poll_drain(cx))?;
+        if this.write_raw {
+            return Pin::new(&mut this.inner).poll_write(cx, buf);
+        }
         if this.close_notify_sent {
             return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()));
         }
@@ -346,7 +359,7 @@ impl AsyncWrite for RecordStream {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if !this.close_notify_sent {
+        if !this.close_notify_sent && !this.write_raw {
             ready!(this.poll_drain(cx))?;
             // close_notify (warning level), then TCP's FIN: the read side stays open.
             this.seal_record(CONTENT_ALERT, &[1, 0]);
@@ -359,12 +372,106 @@ impl AsyncWrite for RecordStream {
 
 impl ProxyStream for RecordStream {
     fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.read_raw {
+            return if self.plain.0 < self.plain.1 || self.rstart < self.rend {
+                Poll::Ready(Ok(()))
+            } else {
+                self.inner.poll_read_ready(cx)
+            };
+        }
         let record_ready = !matches!(self.complete_record(), Ok(None));
         if self.plain.0 < self.plain.1 || self.read_eof || record_ready {
             Poll::Ready(Ok(()))
         } else {
             self.inner.poll_read_ready(cx)
         }
+    }
+
+    fn raw_tcp_read(&self) -> Option<&tokio::net::TcpStream> {
+        if self.read_raw {
+            self.inner.raw_tcp_read()
+        } else {
+            None
+        }
+    }
+
+    fn raw_tcp_write(&self) -> Option<&tokio::net::TcpStream> {
+        if self.write_raw && self.wpos == self.wbuf.len() {
+            self.inner.raw_tcp_write()
+        } else {
+            None
+        }
+    }
+
+    /// After the read side went direct: the plaintext not yet returned, then the ciphertext
+    /// buffer's bytes, which are the peer's raw stream.
+    fn take_read_residue(&mut self) -> Option<Bytes> {
+        if !self.read_raw {
+            return None;
+        }
+        let mut residue = Vec::new();
+        // `plain` may point past a freed buffer once drained: only a non-empty range is read.
+        let (a, b) = self.plain;
+        if a < b {
+            residue.extend_from_slice(&self.rbuf[a..b]);
+        }
+        if self.rstart < self.rend {
+            residue.extend_from_slice(&self.rbuf[self.rstart..self.rend]);
+        }
+        self.plain = (0, 0);
+        self.rbuf = Vec::new();
+        self.rstart = 0;
+        self.rend = 0;
+        let inner = self.inner.take_read_residue();
+        match inner {
+            Some(more) => residue.extend_from_slice(&more),
+            None if residue.is_empty() => return None,
+            None => {}
+        }
+        Some(Bytes::from(residue))
+    }
+
+    fn direct_switch(&mut self) -> Option<&mut dyn DirectSwitch> {
+        Some(self)
+    }
+}
+
+impl DirectSwitch for RecordStream {
+    fn read_direct(&mut self) {
+        self.read_raw = true;
+    }
+
+    fn write_direct(&mut self) {
+        self.write_raw = true;
+    }
+}
+
+impl RecordStream {
+    /// Reads once the read side went direct: held plaintext, held ciphertext, then the socket.
+    fn poll_read_raw(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let (a, b) = self.plain;
+        if a < b {
+            let n = (b - a).min(out.remaining());
+            out.put_slice(&self.rbuf[a..a + n]);
+            self.plain.0 += n;
+            return Poll::Ready(Ok(()));
+        }
+        if self.rstart < self.rend {
+            let n = (self.rend - self.rstart).min(out.remaining());
+            out.put_slice(&self.rbuf[self.rstart..self.rstart + n]);
+            self.rstart += n;
+            if self.rstart == self.rend {
+                self.rbuf = Vec::new();
+                self.rstart = 0;
+                self.rend = 0;
+            }
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.inner).poll_read(cx, out)
     }
 }
 

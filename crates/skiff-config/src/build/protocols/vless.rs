@@ -10,11 +10,12 @@ use super::super::error_count;
 use super::common::{email, level, server_address, server_port};
 use super::fallbacks::fallbacks;
 use crate::diag::Diagnostic;
-use crate::plan::{VlessClient, VlessInbound, VlessOutbound};
+use crate::plan::{VlessClient, VlessFlow, VlessInbound, VlessOutbound};
 use crate::raw::settings::{RawVlessUser, VlessInboundSettings, VlessOutboundSettings};
 use crate::source::Loc;
 
 const VISION: &str = "xtls-rprx-vision";
+const VISION_UDP443: &str = "xtls-rprx-vision-udp443";
 /// The protocol's name in messages.
 const PROTO: &str = "VLESS";
 
@@ -38,7 +39,12 @@ pub fn inbound(
     for (i, raw) in s.clients.iter().flatten().enumerate() {
         let cloc = loc.key("clients").index(i);
         let id = user_id(raw.id.as_deref(), PROTO, &cloc, diags);
-        flow(raw.flow.as_deref(), &cloc, diags);
+        let flow = flow(raw.flow.as_deref(), &cloc, diags);
+        if flow == VlessFlow::VisionUdp443 {
+            diags.push(cloc.key("flow").warning(
+                "`xtls-rprx-vision-udp443` is a client setting; this inbound treats it as `xtls-rprx-vision`",
+            ));
+        }
         if raw.encryption.is_some() {
             diags.push(
                 cloc.key("encryption")
@@ -48,7 +54,12 @@ pub fn inbound(
         let level = level(raw.level, &cloc.key("level"), diags);
         let email = email(raw.email.as_deref(), &cloc, &mut emails, diags);
         if let Some(id) = id {
-            clients.push(VlessClient { id, email, level });
+            clients.push(VlessClient {
+                id,
+                email,
+                level,
+                flow,
+            });
         }
     }
     let fallbacks = fallbacks(s.fallbacks.as_deref(), loc, diags);
@@ -112,7 +123,7 @@ pub fn outbound(
             "encryption `{other}` is not supported (VLESS users must set \"encryption\": \"none\")"
         ))),
     }
-    flow(user.flow.as_deref(), &uloc, diags);
+    let flow = flow(user.flow.as_deref(), &uloc, diags);
     let level = level(user.level, &uloc.key("level"), diags);
     if error_count(diags) > before {
         return None;
@@ -122,6 +133,7 @@ pub fn outbound(
         port: port?,
         id: id?,
         level,
+        flow,
     })
 }
 
@@ -204,16 +216,24 @@ pub(super) fn user_id(
     }
 }
 
-/// `flow`: none yet. `loc` is the user object.
-fn flow(flow: Option<&str>, loc: &Loc, diags: &mut Vec<Diagnostic>) {
+/// `flow`: "" or XTLS Vision. The XTLS v1 flows Xray removed are named as such. `loc` is
+/// the user object.
+fn flow(flow: Option<&str>, loc: &Loc, diags: &mut Vec<Diagnostic>) -> VlessFlow {
     match flow.map(str::trim) {
-        None | Some("") => {}
-        Some(f @ (VISION | "xtls-rprx-vision-udp443")) => diags.push(
-            loc.key("flow")
-                .error(format!("flow {f} is not supported yet")),
-        ),
-        Some(other) => diags.push(loc.key("flow").error(format!(
-            "unknown flow `{other}` (expected \"\" or \"{VISION}\")"
-        ))),
+        None | Some("") => VlessFlow::None,
+        Some(VISION) => VlessFlow::Vision,
+        Some(VISION_UDP443) => VlessFlow::VisionUdp443,
+        Some(old) if old.starts_with("xtls-rprx-") && !old.starts_with(VISION) => {
+            diags.push(loc.key("flow").error(format!(
+                "flow `{old}` is XTLS v1, which Xray removed; use \"{VISION}\""
+            )));
+            VlessFlow::None
+        }
+        Some(other) => {
+            diags.push(loc.key("flow").error(format!(
+                "unknown flow `{other}` (expected \"\" or \"{VISION}\")"
+            )));
+            VlessFlow::None
+        }
     }
 }

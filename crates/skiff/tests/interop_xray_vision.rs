@@ -1,0 +1,392 @@
+//! XTLS Vision interop with Xray-core, which Debian does not package: build it on your own
+//! machine and point XRAY_BIN at the binary; without it these tests skip (the Vision
+//! self-interop tests in skiff-app/tests/vision.rs always run). A (inner TLS 1.3 client) →
+//! B (dokodemo-door → VLESS Vision out) → C (VLESS Vision in → freedom) → D (inner TLS 1.3
+//! server), with B or C being Xray: 64 MiB each way at once, SHA-256 checked, and both
+//! sides' debug logs must show the direct switch in both directions.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use sha2::{Digest, Sha256};
+use skiff_transport::tls::{TlsClient, TlsClientOptions, TlsServer, TlsServerOptions};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const BULK: u64 = 64 << 20;
+const DEADLINE: Duration = Duration::from_secs(120);
+
+fn xray() -> Option<PathBuf> {
+    let found = std::env::var_os("XRAY_BIN")
+        .map(PathBuf::from)
+        .filter(|p| p.is_file());
+    if found.is_none() {
+        eprintln!("skipped: set XRAY_BIN to an Xray-core binary built by hand to run these");
+    }
+    found
+}
+
+/// Hex SHA-256 of the certificate's DER: what Xray 26 pins instead of allowInsecure.
+fn pin(cert: &Path) -> String {
+    let out = Command::new("openssl")
+        .args(["x509", "-noout", "-fingerprint", "-sha256", "-in"])
+        .arg(cert)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let hex = text.split('=').nth(1).unwrap_or_default().trim();
+    hex.replace(':', "").to_ascii_lowercase()
+}
+
+fn server_config(port: u16, cert: &Path, key: &Path, log: &Path) -> String {
+    serde_json::json!({
+        "log": { "loglevel": "debug", "error": log, "access": "none" },
+        "inbounds": [{ "listen": "127.0.0.1", "port": port, "protocol": "vless",
+            "settings": { "clients": [{ "id": UUID, "flow": "xtls-rprx-vision" }],
+                          "decryption": "none" },
+            "streamSettings": { "network": "tcp", "security": "tls",
+                "tlsSettings": { "certificates": [{ "certificateFile": cert, "keyFile": key }] } } }],
+        "outbounds": [{ "protocol": "freedom",
+            "settings": { "finalRules": [{ "action": "allow", "ip": ["127.0.0.0/8"] }] } }]
+    })
+    .to_string()
+}
+
+fn client_config(listen: u16, target: u16, server: u16, pin: &str, log: &Path) -> String {
+    client_config_for("tcp", listen, target, server, pin, log)
+}
+
+fn client_config_for(
+    network: &str,
+    listen: u16,
+    target: u16,
+    server: u16,
+    pin: &str,
+    log: &Path,
+) -> String {
+    serde_json::json!({
+        "log": { "loglevel": "debug", "error": log, "access": "none" },
+        "inbounds": [{ "listen": "127.0.0.1", "port": listen, "protocol": "dokodemo-door",
+            "settings": { "address": "127.0.0.1", "port": target, "network": network } }],
+        "outbounds": [{ "protocol": "vless",
+            "settings": { "vnext": [{ "address": "127.0.0.1", "port": server,
+                "users": [{ "id": UUID, "encryption": "none", "flow": "xtls-rprx-vision" }] }] },
+            "streamSettings": { "network": "tcp", "security": "tls",
+                "tlsSettings": { "serverName": "localhost", "pinnedPeerCertSha256": pin } } }]
+    })
+    .to_string()
+}
+
+fn start_xray(xray: &Path, dir: &Path, name: &str, config: &str, port: u16) -> Proc {
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, config).unwrap();
+    let out = dir.join(format!("{name}.out"));
+    let file = std::fs::File::create(&out).unwrap();
+    let child = Command::new(xray)
+        .arg("run")
+        .arg("-c")
+        .arg(&path)
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .spawn()
+        .unwrap();
+    let mut proc = Proc {
+        child,
+        what: "xray",
+    };
+    wait_ports(&mut proc, &[port], &out);
+    proc
+}
+
+/// Deterministic payload bytes (xorshift64*) for `seed`.
+fn fill(state: &mut u64, buf: &mut [u8]) {
+    for chunk in buf.chunks_mut(8) {
+        *state ^= *state >> 12;
+        *state ^= *state << 25;
+        *state ^= *state >> 27;
+        let word = state.wrapping_mul(0x2545_f491_4f6c_dd1d).to_le_bytes();
+        chunk.copy_from_slice(&word[..chunk.len()]);
+    }
+}
+
+fn digest(seed: u64) -> [u8; 32] {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    for _ in 0..BULK / (1 << 16) {
+        fill(&mut state, &mut buf);
+        hasher.update(&buf);
+    }
+    hasher.finalize().into()
+}
+
+/// A short request/response first, as an application protocol has (HTTPS: request, then
+/// response): Xray only goes direct on a write of whole inner records, which a bulk write read
+/// in pieces never is. Then BULK bytes of `seed` each way, hashing what comes back until EOF.
+async fn exchange(mut stream: skiff_core::BoxStream, seed: u64, asks: bool) -> (u64, [u8; 32]) {
+    let mut word = [0u8; 5];
+    if asks {
+        stream.write_all(b"hello").await.unwrap();
+        stream.read_exact(&mut word).await.unwrap();
+        assert_eq!(&word, b"howdy");
+        stream.write_all(b"ready").await.unwrap();
+    } else {
+        stream.read_exact(&mut word).await.unwrap();
+        assert_eq!(&word, b"hello");
+        stream.write_all(b"howdy").await.unwrap();
+        // The answer leaves alone, not merged with the bulk that follows.
+        stream.read_exact(&mut word).await.unwrap();
+        assert_eq!(&word, b"ready");
+    }
+    let (mut r, mut w) = tokio::io::split(stream);
+    let send = tokio::spawn(async move {
+        let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut buf = vec![0u8; 1 << 16];
+        for _ in 0..BULK / (1 << 16) {
+            fill(&mut state, &mut buf);
+            w.write_all(&buf).await.unwrap();
+        }
+        w.shutdown().await.unwrap();
+        w
+    });
+    let mut hasher = Sha256::new();
+    let mut total = 0u64;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = r.read(&mut buf).await.unwrap();
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        hasher.update(&buf[..n]);
+    }
+    drop(send.await.unwrap());
+    (total, hasher.finalize().into())
+}
+
+fn run_case(xray: &Path, xray_is_client: bool) {
+    let dir = TempDir::new(if xray_is_client {
+        "vision-xray-client"
+    } else {
+        "vision-xray-server"
+    });
+    let (cert, key) = certificate(dir.path());
+    let (b_port, c_port) = (free_port(), free_port());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let d = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let d_port = d.local_addr().unwrap().port();
+    let (c_log, b_log) = (dir.path().join("c.log"), dir.path().join("b.log"));
+    let server = server_config(c_port, &cert, &key, &c_log);
+    let client = client_config(b_port, d_port, c_port, &pin(&cert), &b_log);
+    // Skiff logs to stdout (start_skiff's log file); Xray to the `error` file.
+    let (_c, c_out, _b, b_out);
+    if xray_is_client {
+        (_c, c_out) = start_skiff(dir.path(), "c", &server, &[c_port]);
+        _b = start_xray(xray, dir.path(), "b", &client, b_port);
+        b_out = b_log.clone();
+    } else {
+        _c = start_xray(xray, dir.path(), "c", &server, c_port);
+        c_out = c_log.clone();
+        (_b, b_out) = start_skiff(dir.path(), "b", &client, &[b_port]);
+    }
+    let pem = |p: &Path| std::fs::read_to_string(p).unwrap();
+    let inner_server = TlsServer::new(&TlsServerOptions {
+        certificates: vec![(pem(&cert), pem(&key))],
+        ..Default::default()
+    })
+    .unwrap();
+    let inner_client = TlsClient::new(&TlsClientOptions {
+        server_name: "localhost".into(),
+        allow_insecure: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let (up, down) = rt.block_on(async {
+        tokio::time::timeout(DEADLINE, async {
+            let target = tokio::spawn(async move {
+                let (tcp, _) = d.accept().await.unwrap();
+                let (stream, _) = inner_server.accept(Box::new(tcp)).await.unwrap();
+                exchange(stream, 2, false).await
+            });
+            let tcp = tokio::net::TcpStream::connect(("127.0.0.1", b_port))
+                .await
+                .unwrap();
+            let stream = inner_client.connect(Box::new(tcp)).await.unwrap();
+            let down = exchange(stream, 1, true).await;
+            (target.await.unwrap(), down)
+        })
+        .await
+        .expect("transfer deadline")
+    });
+    assert_eq!(up, (BULK, digest(1)), "uplink length and SHA-256");
+    assert_eq!(down, (BULK, digest(2)), "downlink length and SHA-256");
+    // Both directions went direct on both sides.
+    std::thread::sleep(Duration::from_millis(200));
+    for (side, log) in [("client B", &b_out), ("server C", &c_out)] {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let skiff_reads = text.contains("Vision: the peer went direct");
+        let skiff_writes = text.contains("Vision: inner TLS 1.3 application data");
+        let xray_reads = text
+            .lines()
+            .any(|l| l.contains("Xtls Unpadding new block") && l.ends_with("command 2"));
+        let xray_writes = text
+            .lines()
+            .any(|l| l.contains("XtlsPadding") && l.trim_end().ends_with(" 2"));
+        assert!(
+            (skiff_reads || xray_reads) && (skiff_writes || xray_writes),
+            "{side} did not go direct both ways; log:\n{}",
+            text.lines().rev().take(60).collect::<Vec<_>>().join("\n")
+        );
+    }
+}
+
+/// UDP under Vision: Xray's client sends it as XUDP (Mux), Skiff's as VLESS UDP without the
+/// flow; either server takes the other's. 200 datagrams to a local echo come back intact.
+fn run_udp_case(xray: &Path, xray_is_client: bool) {
+    let dir = TempDir::new(if xray_is_client {
+        "vision-udp-xray-client"
+    } else {
+        "vision-udp-xray-server"
+    });
+    let (cert, key) = certificate(dir.path());
+    let echo = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    echo.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let echo_port = echo.local_addr().unwrap().port();
+    let echo_thread = std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        for _ in 0..1000 {
+            let Ok((n, from)) = echo.recv_from(&mut buf) else {
+                return;
+            };
+            let _ = echo.send_to(&buf[..n], from);
+        }
+    });
+    let (b_port, c_port) = (free_port(), free_port());
+    let (c_log, b_log) = (dir.path().join("c.log"), dir.path().join("b.log"));
+    let server = server_config(c_port, &cert, &key, &c_log);
+    let client = client_config_for("udp", b_port, echo_port, c_port, &pin(&cert), &b_log);
+    let (_c, _b);
+    if xray_is_client {
+        (_c, _) = start_skiff(dir.path(), "c", &server, &[c_port]);
+        _b = start_xray_udp(xray, dir.path(), "b", &client, b_port);
+    } else {
+        _c = start_xray(xray, dir.path(), "c", &server, c_port);
+        (_b, _) = start_skiff_udp(dir.path(), "b", &client, b_port);
+    }
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .unwrap();
+    let mut echoed = 0;
+    let mut buf = [0u8; 2048];
+    for i in 0..200u32 {
+        let datagram: Vec<u8> = (0..(1 + i * 7 % 1200)).map(|j| (i + j) as u8).collect();
+        socket.send_to(&datagram, ("127.0.0.1", b_port)).unwrap();
+        if let Ok(n) = socket.recv(&mut buf) {
+            assert_eq!(&buf[..n], &datagram[..], "datagram {i} came back changed");
+            echoed += 1;
+        }
+    }
+    assert_eq!(echoed, 200, "datagrams echoed intact");
+    drop(socket);
+    let _ = echo_thread;
+}
+
+/// Xray with a UDP listener: wait for the UDP port (the TCP one does not exist).
+fn start_xray_udp(xray: &Path, dir: &Path, name: &str, config: &str, port: u16) -> Proc {
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, config).unwrap();
+    let out = dir.join(format!("{name}.out"));
+    let file = std::fs::File::create(&out).unwrap();
+    let child = Command::new(xray)
+        .arg("run")
+        .arg("-c")
+        .arg(&path)
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .spawn()
+        .unwrap();
+    wait_udp(port);
+    Proc {
+        child,
+        what: "xray",
+    }
+}
+
+fn start_skiff_udp(dir: &Path, name: &str, config: &str, port: u16) -> (Proc, PathBuf) {
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, config).unwrap();
+    let log = dir.join(format!("{name}.log"));
+    let file = std::fs::File::create(&log).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_skiff"))
+        .args(["run", "-c"])
+        .arg(&path)
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .spawn()
+        .unwrap();
+    wait_udp(port);
+    (
+        Proc {
+            child,
+            what: "skiff",
+        },
+        log,
+    )
+}
+
+/// Waits (bounded) until a UDP socket is bound on 127.0.0.1:`port`, read from /proc.
+fn wait_udp(port: u16) {
+    let wanted = format!("0100007F:{port:04X}");
+    for _ in 0..400 {
+        let table = std::fs::read_to_string("/proc/net/udp").unwrap_or_default();
+        if table
+            .lines()
+            .any(|l| l.split_whitespace().nth(1) == Some(&wanted))
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("nothing bound UDP port {port}");
+}
+
+#[test]
+fn xray_client_skiff_server_vision_udp() {
+    if let Some(xray) = xray() {
+        run_udp_case(&xray, true);
+    }
+}
+
+#[test]
+fn skiff_client_xray_server_vision_udp() {
+    if let Some(xray) = xray() {
+        run_udp_case(&xray, false);
+    }
+}
+
+#[test]
+fn xray_client_skiff_server_vision() {
+    if let Some(xray) = xray() {
+        run_case(&xray, true);
+    }
+}
+
+#[test]
+fn skiff_client_xray_server_vision() {
+    if let Some(xray) = xray() {
+        run_case(&xray, false);
+    }
+}
