@@ -8,6 +8,7 @@
 //! (half noise, half compressible text, so snappy writes both chunk kinds), SHA-256 checked:
 //! the target sends its bytes while it reads the client's, the client half-closes only after
 //! it has read everything (kcptun closes both directions when one ends).
+//! One more case runs Skiff's outbound against Skiff's inbound, with a real half-close.
 //! `.ci/run` installs kcptun; outside CI a machine without it skips with a message.
 
 mod common;
@@ -359,4 +360,62 @@ fn skiff_kcptun_server_salsa20_fec_v2_snappy() {
 #[test]
 fn skiff_kcptun_server_aes128_nofec_v1_nocomp_4_streams() {
     skiff_to_kcptun_server(AES128_NOFEC_V1_PLAIN, "d", 4, 4 * MIB);
+}
+
+/// Skiff's kcptun outbound to Skiff's kcptun inbound in one process (no kcptun binaries):
+/// the bulk exchange, and a true half-close, which Skiff keeps (kcptun closes both directions
+/// when one ends): a target that answers only after the client's EOF is still heard.
+#[test]
+fn skiff_to_skiff_bulk_and_half_close() {
+    let dir = TempDir::new("kcptun-self");
+    let (up, down) = (payload(5, BULK), payload(6, BULK));
+    let (target_port, target_rx) = target(down.clone(), 1);
+    // The half-close target: reads to EOF, then says how much it read.
+    let answer = TcpListener::bind("127.0.0.1:0").unwrap();
+    let answer_port = answer.local_addr().unwrap().port();
+    thread::spawn(move || {
+        let Ok((mut conn, _)) = answer.accept() else {
+            return;
+        };
+        conn.set_read_timeout(Some(LIMIT)).unwrap();
+        let (_, n) = hash_to_eof(&mut conn);
+        let _ = conn.write_all(format!("read {n}").as_bytes());
+    });
+    let (kcp1, kcp2, entry1, entry2) = (free_port(), free_port(), free_port(), free_port());
+    let tuning = skiff_tuning(SALSA20_FEC_V2_SNAPPY);
+    let config = format!(
+        r#"{{"log": {{"loglevel": "warning"}},
+            "inbounds": [
+              {{"tag": "kcp1", "listen": "127.0.0.1", "port": {kcp1}, "protocol": "kcptun",
+                "settings": {{"target": "127.0.0.1:{target_port}", {tuning}}}}},
+              {{"tag": "kcp2", "listen": "127.0.0.1", "port": {kcp2}, "protocol": "kcptun",
+                "settings": {{"target": "127.0.0.1:{answer_port}", {tuning}}}}},
+              {{"tag": "in1", "listen": "127.0.0.1", "port": {entry1}, "protocol": "tunnel",
+                "settings": {{"address": "127.0.0.1", "port": 9}}}},
+              {{"tag": "in2", "listen": "127.0.0.1", "port": {entry2}, "protocol": "tunnel",
+                "settings": {{"address": "127.0.0.1", "port": 9}}}}
+            ],
+            "outbounds": [
+              {{"tag": "direct", "protocol": "freedom"}},
+              {{"tag": "out1", "protocol": "kcptun",
+                "settings": {{"address": "127.0.0.1", "port": {kcp1}, {tuning}}}}},
+              {{"tag": "out2", "protocol": "kcptun",
+                "settings": {{"address": "127.0.0.1", "port": {kcp2}, {tuning}}}}}
+            ],
+            "routing": {{"rules": [{{"inboundTag": ["in1"], "outboundTag": "out1"}},
+                                   {{"inboundTag": ["in2"], "outboundTag": "out2"}}]}}}}"#
+    );
+    let (mut skiff, skiff_log) = start_skiff(dir.path(), "skiff", &config, &[entry1, entry2]);
+    wait_udp(&mut skiff, kcp1, &skiff_log);
+    wait_udp(&mut skiff, kcp2, &skiff_log);
+    check_bulk(entry1, 1, target_rx, &up, &down);
+
+    let mut conn = TcpStream::connect(("127.0.0.1", entry2)).unwrap();
+    conn.set_read_timeout(Some(LIMIT)).unwrap();
+    conn.write_all(&[7u8; 100_000]).unwrap();
+    conn.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut reply = String::new();
+    conn.read_to_string(&mut reply).unwrap();
+    assert_eq!(reply, "read 100000");
+    common::assert_healthy(&mut skiff, &skiff_log);
 }

@@ -33,6 +33,10 @@ const MAX_SLEEP: Duration = Duration::from_secs(5);
 /// Datagrams taken from the socket per wake-up before pumping.
 const RECV_BATCH: usize = 64;
 
+thread_local! {
+    static RECV: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Where a session's datagrams go.
 pub enum Wire {
     /// Client: a socket connected to the server.
@@ -59,7 +63,7 @@ pub(crate) struct Inner {
     /// Encoded bytes KCP has not taken yet (`to_kcp[to_kcp_pos..]`).
     to_kcp: Vec<u8>,
     to_kcp_pos: usize,
-    scratch: Vec<u8>,
+    /// Snappy input/output scratch; given back by [`Inner::trim`] when the session idles.
     plain: Vec<u8>,
     datagram: Vec<u8>,
     pub(crate) readers: HashMap<u32, Waker>,
@@ -94,7 +98,6 @@ impl Conn {
                 decoder: params.compress.then(SnappyDecoder::new),
                 to_kcp: Vec::new(),
                 to_kcp_pos: 0,
-                scratch: Vec::new(),
                 plain: Vec::new(),
                 datagram: Vec::new(),
                 readers: HashMap::new(),
@@ -176,6 +179,7 @@ impl Conn {
             };
             sleep.as_mut().reset(Instant::now() + wait);
             let mut received: Option<Datagram> = None;
+            let mut timer = false;
             tokio::select! {
                 biased;
                 _ = stop.changed() => break,
@@ -184,7 +188,7 @@ impl Conn {
                     Some(d) => received = Some(d),
                     None => break,
                 },
-                _ = &mut sleep => {}
+                _ = &mut sleep => timer = true,
             }
             let now = self.now_ms();
             let mut accepted = Vec::new();
@@ -216,6 +220,9 @@ impl Conn {
                     debug!(peer = %self.peer, reason = %why, "KCP session ended");
                 }
                 inner.wake(failure.is_some());
+                if timer && inner.kcp.wait_snd() == 0 {
+                    inner.trim();
+                }
                 failure
             };
             for sid in accepted {
@@ -246,27 +253,32 @@ impl Inner {
     /// appended to `accepted` (counted as live).
     fn pump(&mut self, wire: &Wire, now: u32, accepted: &mut Vec<u32>) -> Result<(), SmuxError> {
         // KCP → (snappy) → smux, while smux has receive budget.
-        if self.scratch.len() < RECV_SCRATCH {
-            self.scratch.resize(RECV_SCRATCH, 0);
-        }
-        while self.smux.wants_input() {
-            let n = self.kcp.recv(&mut self.scratch);
-            if n == 0 {
-                break;
+        // The receive scratch is per thread, not per session: pump never awaits.
+        RECV.with(|scratch| -> Result<(), SmuxError> {
+            let mut scratch = scratch.borrow_mut();
+            if scratch.len() < RECV_SCRATCH {
+                scratch.resize(RECV_SCRATCH, 0);
             }
-            let data = &self.scratch[..n];
-            match &mut self.decoder {
-                Some(decoder) => {
-                    decoder
-                        .decode(data, &mut self.plain)
-                        .map_err(|_| SmuxError::Closed)?;
-                    let result = self.smux.input(&self.plain, now);
-                    self.plain.clear();
-                    result?;
+            while self.smux.wants_input() {
+                let n = self.kcp.recv(&mut scratch);
+                if n == 0 {
+                    break;
                 }
-                None => self.smux.input(data, now)?,
+                let data = scratch.get(..n).unwrap_or_default();
+                match &mut self.decoder {
+                    Some(decoder) => {
+                        decoder
+                            .decode(data, &mut self.plain)
+                            .map_err(|_| SmuxError::Closed)?;
+                        let result = self.smux.input(&self.plain, now);
+                        self.plain.clear();
+                        result?;
+                    }
+                    None => self.smux.input(data, now)?,
+                }
             }
-        }
+            Ok(())
+        })?;
         while let Some(sid) = self.smux.accept() {
             if self.live_streams >= MAX_STREAMS {
                 self.smux.close(sid);
@@ -306,6 +318,15 @@ impl Inner {
             wire.send(&self.datagram);
         }
         Ok(())
+    }
+
+    /// Gives scratch buffers back when nothing is in flight, so idle sessions stay small.
+    fn trim(&mut self) {
+        if self.to_kcp.is_empty() {
+            self.to_kcp = Vec::new();
+        }
+        self.plain = Vec::new();
+        self.datagram = Vec::new();
     }
 
     /// Wakes the streams that can make progress (all of them when the session ended).

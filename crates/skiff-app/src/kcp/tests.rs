@@ -130,3 +130,45 @@ async fn many_peers_and_streams_at_once() {
     }
     let _ = stop_tx.send(true);
 }
+
+/// Garbage datagrams (random bytes, wrong key) start no session and harm none.
+#[tokio::test]
+async fn garbage_starts_nothing() {
+    let socket = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    let addr = socket.local_addr().unwrap();
+    let (stop_tx, stop) = watch::channel(false);
+    let streams = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = streams.clone();
+    let on_stream = Arc::new(move |_stream: super::stream::KcpStream, _| {
+        counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    });
+    tokio::spawn(server::serve(
+        socket,
+        params(false, 1, true),
+        on_stream,
+        stop,
+    ));
+    let prober = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for len in [0usize, 1, 19, 20, 24, 28, 100, 1400, 1500] {
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed as u8
+            })
+            .collect();
+        prober.send_to(&bytes, addr).await.unwrap();
+    }
+    // A real client with the wrong key: its datagrams fail the checksum.
+    let mut wrong = params(true, 1, true);
+    wrong.kcp.key = "not the key".into();
+    let client = KcpClient::new(wrong, Address::Ip(addr), 1);
+    let stream = client.open().await.unwrap();
+    let (_r, mut w) = tokio::io::split(stream);
+    w.write_all(b"hello").await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(streams.load(std::sync::atomic::Ordering::SeqCst), 0);
+    let _ = stop_tx.send(true);
+}
