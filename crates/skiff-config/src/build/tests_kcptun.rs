@@ -46,7 +46,7 @@ fn inbound_defaults_are_kcptun_servers() {
     let t = &k.tuning;
     assert_eq!(t.kcp.crypt, Crypt::Aes);
     assert_eq!(t.kcp.key, "it's a secrect");
-    assert_eq!((t.kcp.snd_wnd, t.kcp.rcv_wnd), (1024, 1024));
+    assert_eq!((t.kcp.snd_wnd, t.kcp.rcv_wnd), (2048, 2048));
     assert_eq!(
         (t.kcp.data_shards, t.kcp.parity_shards, t.kcp.mtu),
         (10, 3, 1350)
@@ -100,7 +100,7 @@ fn outbound_defaults_are_kcptun_clients() {
     };
     assert_eq!(
         (k.tuning.kcp.snd_wnd, k.tuning.kcp.rcv_wnd, k.conn),
-        (128, 512, 1)
+        (2048, 2048, 1)
     );
 }
 

@@ -19,6 +19,9 @@ const KCPTUN_CRYPTS: &[&str] = &[
     "tea", "xtea", "sm4",
 ];
 
+/// Skiff's default send and receive windows, both sides (kcptun: 128/512 and 1024/1024).
+const SKIFF_WINDOW: u16 = 2048;
+
 pub fn inbound(
     s: KcptunInboundSettings,
     loc: &Loc,
@@ -104,6 +107,12 @@ fn tuning(
 ) -> Option<KcptunTuning> {
     let before = error_count(diags);
     let mut kcp = KcpConfig::kcptun_default(client);
+    // Windows are local tuning (each end only advertises its own receive window), so Skiff
+    // may differ from kcptun here: kcptun's 128/512 (client) and 1024 (server) stall a
+    // 200 ms lossy path long before the link is full; 2048 segments (~2.6 MiB in flight at
+    // most, held only while data is in flight) keep it busy.
+    kcp.snd_wnd = SKIFF_WINDOW;
+    kcp.rcv_wnd = SKIFF_WINDOW;
     if let Some(key) = &t.key {
         kcp.key = key.clone();
     }
