@@ -1,11 +1,13 @@
 //! The transport layers under a protocol, built once per inbound and outbound from its
-//! streamSettings: raw TCP, then TLS if configured, then WebSocket if configured. The same
-//! layer code serves every protocol, on both sides.
+//! streamSettings: the base (raw TCP, or mKCP over UDP), then TLS if configured, then
+//! WebSocket if configured. The same layer code serves every protocol, on both sides.
 
 use std::io;
+use std::sync::Arc;
 
 use skiff_config::{StreamNetwork, StreamPlan, StreamSecurity, TlsPlan};
-use skiff_core::BoxStream;
+use skiff_core::{Address, BoxStream, Metadata, Outbound};
+use skiff_kcp::mkcp::MkcpConfig;
 use skiff_transport::tls::{TlsClient, TlsClientOptions, TlsServer, TlsServerOptions, TlsVersion};
 use skiff_transport::ws::{self, WsAccepted, WsClientOptions, WsServerOptions};
 
@@ -28,6 +30,8 @@ pub enum Layered {
 pub struct InboundLayers {
     tls: Option<TlsServer>,
     ws: Option<WsServerOptions>,
+    /// mKCP base: the inbound listens on UDP and accepts mKCP connections.
+    mkcp: Option<MkcpConfig>,
 }
 
 impl InboundLayers {
@@ -36,19 +40,34 @@ impl InboundLayers {
             StreamSecurity::None => None,
             StreamSecurity::Tls(t) => Some(TlsServer::new(&server_options(t))?),
         };
-        let ws = match &plan.network {
-            StreamNetwork::Tcp => None,
-            StreamNetwork::Ws(w) => Some(WsServerOptions {
-                path: w.path.clone(),
-                host: w.host.clone(),
-                early_data_header: None,
-            }),
+        let (ws, mkcp) = match &plan.network {
+            StreamNetwork::Tcp => (None, None),
+            StreamNetwork::Ws(w) => (
+                Some(WsServerOptions {
+                    path: w.path.clone(),
+                    host: w.host.clone(),
+                    early_data_header: None,
+                }),
+                None,
+            ),
+            StreamNetwork::Mkcp(k) => (None, Some(k.clone())),
         };
-        Ok(InboundLayers { tls, ws })
+        Ok(InboundLayers { tls, ws, mkcp })
     }
 
+    /// No layer runs over the accepted stream (it goes straight to the protocol).
     pub fn is_empty(&self) -> bool {
         self.tls.is_none() && self.ws.is_none()
+    }
+
+    /// The protocol speaks directly on a TCP socket.
+    pub fn is_raw_tcp(&self) -> bool {
+        self.is_empty() && self.mkcp.is_none()
+    }
+
+    /// The mKCP settings when this inbound listens for mKCP instead of TCP.
+    pub fn mkcp(&self) -> Option<&MkcpConfig> {
+        self.mkcp.as_ref()
     }
 
     /// Runs the layers' server side over an accepted connection.
@@ -76,8 +95,16 @@ impl InboundLayers {
     }
 }
 
+/// What an outbound's connection to its server starts as.
+#[derive(Clone)]
+enum Base {
+    Tcp,
+    Mkcp(Arc<crate::mkcp::dial::MkcpDialer>),
+}
+
 #[derive(Clone)]
 pub struct OutboundLayers {
+    base: Base,
     tls: Option<TlsClient>,
     ws: Option<WsClientOptions>,
 }
@@ -93,16 +120,47 @@ impl OutboundLayers {
             StreamSecurity::None => None,
             StreamSecurity::Tls(t) => Some(TlsClient::new(&client_options(t, &server_name))?),
         };
-        let ws = match &plan.network {
-            StreamNetwork::Tcp => None,
-            StreamNetwork::Ws(w) => Some(WsClientOptions {
-                path: w.path.clone(),
-                host: w.host.clone().unwrap_or_else(|| server_name.clone()),
-                headers: w.headers.clone(),
-                early_data_header: None,
-            }),
+        let (ws, base) = match &plan.network {
+            StreamNetwork::Tcp => (None, Base::Tcp),
+            StreamNetwork::Ws(w) => (
+                Some(WsClientOptions {
+                    path: w.path.clone(),
+                    host: w.host.clone().unwrap_or_else(|| server_name.clone()),
+                    headers: w.headers.clone(),
+                    early_data_header: None,
+                }),
+                Base::Tcp,
+            ),
+            StreamNetwork::Mkcp(k) => (
+                None,
+                Base::Mkcp(Arc::new(crate::mkcp::dial::MkcpDialer::new(k.clone()))),
+            ),
         };
-        Ok(OutboundLayers { tls, ws })
+        Ok(OutboundLayers { base, tls, ws })
+    }
+
+    /// Opens the base connection to `server` (TCP directly or through `via`, or mKCP), then
+    /// runs the layers over it.
+    pub async fn connect(
+        &self,
+        server: &Address,
+        via: Option<&Arc<dyn Outbound>>,
+        meta: &Metadata,
+    ) -> io::Result<BoxStream> {
+        let stream: BoxStream = match &self.base {
+            Base::Tcp => crate::dial::dial(server, via, meta).await?,
+            Base::Mkcp(dialer) => {
+                if via.is_some() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        "mKCP runs over UDP and cannot be chained through proxySettings",
+                    ));
+                }
+                let addr = crate::dial::resolve(server).await?;
+                Box::new(dialer.connect(addr).await?)
+            }
+        };
+        self.wrap(stream).await
     }
 
     /// Runs the layers' client side over a connection to the server.

@@ -199,6 +199,15 @@ pub enum StreamNetwork {
     Tcp,
     /// `ws` / `websocket`.
     Ws(WsPlan),
+    /// `kcp` / `mkcp`: V2Ray's mKCP over UDP (`kcpSettings`).
+    Mkcp(skiff_kcp::mkcp::MkcpConfig),
+}
+
+impl StreamNetwork {
+    /// The transport runs over UDP: the inbound listens on a UDP port, not TCP.
+    pub fn is_udp(&self) -> bool {
+        matches!(self, StreamNetwork::Mkcp(_))
+    }
 }
 
 /// `wsSettings`.

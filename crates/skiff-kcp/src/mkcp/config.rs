@@ -6,7 +6,7 @@ use super::header::HeaderKind;
 /// Largest window (in segments) any setting can produce: bounds memory per connection.
 const MAX_WINDOW: u32 = 32_768;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct MkcpConfig {
     /// Largest UDP payload, 576..=1460 (default 1350).
     pub mtu: u32,
@@ -40,6 +40,23 @@ impl Default for MkcpConfig {
             header: HeaderKind::None,
             seed: None,
         }
+    }
+}
+
+/// Never prints the seed.
+impl std::fmt::Debug for MkcpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MkcpConfig")
+            .field("mtu", &self.mtu)
+            .field("tti", &self.tti)
+            .field("uplink_capacity", &self.uplink_capacity)
+            .field("downlink_capacity", &self.downlink_capacity)
+            .field("congestion", &self.congestion)
+            .field("read_buffer", &self.read_buffer)
+            .field("write_buffer", &self.write_buffer)
+            .field("header", &self.header)
+            .field("seed", &self.seed.as_ref().map(|_| "<redacted>"))
+            .finish()
     }
 }
 
