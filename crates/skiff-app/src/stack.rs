@@ -8,6 +8,9 @@ use std::sync::Arc;
 use skiff_config::{StreamNetwork, StreamPlan, StreamSecurity, TlsPlan};
 use skiff_core::{Address, BoxStream, Metadata, Outbound};
 use skiff_kcp::mkcp::MkcpConfig;
+
+use crate::kcp::TunnelParams;
+use crate::kcp::client::KcpClient;
 use skiff_transport::tls::{TlsClient, TlsClientOptions, TlsServer, TlsServerOptions, TlsVersion};
 use skiff_transport::ws::{self, WsAccepted, WsClientOptions, WsServerOptions};
 
@@ -32,6 +35,8 @@ pub struct InboundLayers {
     ws: Option<WsServerOptions>,
     /// mKCP base: the inbound listens on UDP and accepts mKCP connections.
     mkcp: Option<MkcpConfig>,
+    /// kcptun base: the inbound listens on UDP; every smux stream is a connection.
+    kcptun: Option<TunnelParams>,
 }
 
 impl InboundLayers {
@@ -40,19 +45,25 @@ impl InboundLayers {
             StreamSecurity::None => None,
             StreamSecurity::Tls(t) => Some(TlsServer::new(&server_options(t))?),
         };
-        let (ws, mkcp) = match &plan.network {
-            StreamNetwork::Tcp => (None, None),
-            StreamNetwork::Ws(w) => (
-                Some(WsServerOptions {
+        let (mut ws, mut mkcp, mut kcptun) = (None, None, None);
+        match &plan.network {
+            StreamNetwork::Tcp => {}
+            StreamNetwork::Ws(w) => {
+                ws = Some(WsServerOptions {
                     path: w.path.clone(),
                     host: w.host.clone(),
                     early_data_header: None,
-                }),
-                None,
-            ),
-            StreamNetwork::Mkcp(k) => (None, Some(k.clone())),
-        };
-        Ok(InboundLayers { tls, ws, mkcp })
+                })
+            }
+            StreamNetwork::Mkcp(k) => mkcp = Some(k.clone()),
+            StreamNetwork::Kcptun(k) => kcptun = Some(TunnelParams::from_plan(&k.tuning)),
+        }
+        Ok(InboundLayers {
+            tls,
+            ws,
+            mkcp,
+            kcptun,
+        })
     }
 
     /// No layer runs over the accepted stream (it goes straight to the protocol).
@@ -62,7 +73,12 @@ impl InboundLayers {
 
     /// The protocol speaks directly on a TCP socket.
     pub fn is_raw_tcp(&self) -> bool {
-        self.is_empty() && self.mkcp.is_none()
+        self.is_empty() && self.mkcp.is_none() && self.kcptun.is_none()
+    }
+
+    /// The kcptun tunnel parameters when this inbound takes kcptun sessions instead of TCP.
+    pub fn kcptun(&self) -> Option<&TunnelParams> {
+        self.kcptun.as_ref()
     }
 
     /// The mKCP settings when this inbound listens for mKCP instead of TCP.
@@ -100,6 +116,15 @@ impl InboundLayers {
 enum Base {
     Tcp,
     Mkcp(Arc<crate::mkcp::dial::MkcpDialer>),
+    /// One kcptun client (KCP sessions + smux) per outbound, made on first use for the
+    /// outbound's server; each connection is one smux stream.
+    Kcptun(Arc<KcptunBase>),
+}
+
+struct KcptunBase {
+    params: TunnelParams,
+    conn: usize,
+    client: std::sync::OnceLock<KcpClient>,
 }
 
 #[derive(Clone)]
@@ -135,6 +160,14 @@ impl OutboundLayers {
                 None,
                 Base::Mkcp(Arc::new(crate::mkcp::dial::MkcpDialer::new(k.clone()))),
             ),
+            StreamNetwork::Kcptun(k) => (
+                None,
+                Base::Kcptun(Arc::new(KcptunBase {
+                    params: TunnelParams::from_plan(&k.tuning),
+                    conn: k.conn,
+                    client: std::sync::OnceLock::new(),
+                })),
+            ),
         };
         Ok(OutboundLayers { base, tls, ws })
     }
@@ -158,6 +191,18 @@ impl OutboundLayers {
                 }
                 let addr = crate::dial::resolve(server).await?;
                 Box::new(dialer.connect(addr).await?)
+            }
+            Base::Kcptun(base) => {
+                if via.is_some() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        "kcptun runs over UDP and cannot be chained through proxySettings",
+                    ));
+                }
+                let client = base
+                    .client
+                    .get_or_init(|| KcpClient::new(base.params.clone(), server.clone(), base.conn));
+                Box::new(client.open().await?)
             }
         };
         self.wrap(stream).await

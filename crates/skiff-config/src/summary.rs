@@ -376,6 +376,14 @@ fn stream(plan: &StreamPlan) -> Vec<String> {
         s.push(')');
         notes.push(s);
     }
+    if let StreamNetwork::Kcptun(k) = &plan.network {
+        notes.push(format!(
+            "over kcptun (UDP, crypt {}, smux v{}{})",
+            k.tuning.crypt_name,
+            k.tuning.smux_version,
+            if k.tuning.compress { ", snappy" } else { "" }
+        ));
+    }
     if let StreamNetwork::Ws(ws) = &plan.network {
         let mut s = format!("over WebSocket path {}", ws.path);
         if let Some(host) = &ws.host {

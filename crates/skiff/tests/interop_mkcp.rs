@@ -18,7 +18,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Proc, TempDir, UUID, free_port, noise, start_skiff, tool, wait_ports};
+use common::{Proc, TempDir, UUID, free_port, noise, start_skiff, tool, wait_ports, wait_udp};
 use sha2::{Digest, Sha256};
 
 const MIB: usize = 1024 * 1024;
@@ -112,36 +112,6 @@ fn start_v2ray(v2ray: &Path, dir: &Path, name: &str, config: &str) -> (Proc, Pat
         },
         log,
     )
-}
-
-/// True when a UDP socket is bound to port `port` (from /proc, no probe packet).
-fn udp_bound(port: u16) -> bool {
-    let table = std::fs::read_to_string("/proc/net/udp").unwrap_or_default();
-    let wanted = format!(":{port:04X}");
-    table.lines().skip(1).any(|line| {
-        line.split_whitespace()
-            .nth(1)
-            .is_some_and(|local| local.ends_with(&wanted))
-    })
-}
-
-fn wait_udp(proc: &mut Proc, port: u16, log: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !udp_bound(port) {
-        if let Ok(Some(status)) = proc.child.try_wait() {
-            panic!(
-                "{} exited early ({status}); log:\n{}",
-                proc.what,
-                std::fs::read_to_string(log).unwrap_or_default()
-            );
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} never bound UDP {port}",
-            proc.what
-        );
-        thread::sleep(Duration::from_millis(25));
-    }
 }
 
 /// Reads exactly `len` bytes (or until EOF, error or the limit) and hashes them.

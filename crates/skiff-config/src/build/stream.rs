@@ -11,6 +11,7 @@ use crate::plan::{StreamNetwork, StreamPlan, StreamSecurity, WsPlan};
 use crate::raw::bounds::{
     RawKcpSettings, RawStream, RawTcpSettings, RawTlsSettings, RawWsSettings,
 };
+use crate::raw::settings::KcptunStreamSettings;
 use crate::source::Loc;
 use skiff_kcp::mkcp::{HeaderKind, MkcpConfig};
 
@@ -72,9 +73,23 @@ pub fn build_stream(
                 .and_then(|k| mkcp_plan(k, &kloc, diags))
                 .map_or(StreamNetwork::Tcp, StreamNetwork::Mkcp)
         }
+        Some("kcptun") => {
+            let kloc = loc.key("kcptunSettings");
+            let empty = Value::Object(Map::new());
+            let value = raw
+                .kcptun_settings
+                .as_ref()
+                .filter(|v| !v.is_null())
+                .unwrap_or(&empty);
+            decode::<KcptunStreamSettings>(value, &kloc, diags)
+                .and_then(|k| {
+                    super::protocols::kcptun::stream(k, side == Side::Outbound, &kloc, diags)
+                })
+                .map_or(StreamNetwork::Tcp, StreamNetwork::Kcptun)
+        }
         Some(n) if UNSUPPORTED_NETWORKS.contains(&n) => {
             diags.push(loc.key("network").error(format!(
-                "transport `{n}` is not supported by this version of skiff yet (only raw TCP, WebSocket and mKCP)"
+                "transport `{n}` is not supported by this version of skiff yet (only raw TCP, WebSocket, mKCP and kcptun)"
             )));
             StreamNetwork::Tcp
         }

@@ -130,6 +130,8 @@ pub struct RawStream {
     pub ws_settings: Option<Value>,
     /// Decoded only when `network` is "kcp"/"mkcp".
     pub kcp_settings: Option<Value>,
+    /// Decoded only when `network` is "kcptun" (Skiff's own transport name).
+    pub kcptun_settings: Option<Value>,
     #[allow(
         dead_code,
         reason = "an accepted Xray key: declared so it is not reported as unknown"

@@ -290,6 +290,11 @@ fn v2ray_first_packet_starts_a_connection() {
 
 proptest! {
     #[test]
+    fn the_fuzz_entry_point_takes_random_input(data in proptest::collection::vec(any::<u8>(), 0..3000)) {
+        crate::fuzz::fuzz_mkcp_packets(&data);
+    }
+
+    #[test]
     fn random_packets_never_panic(
         bytes in proptest::collection::vec(any::<u8>(), 0..1600),
         header in 0usize..6,
