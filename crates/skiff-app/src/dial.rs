@@ -23,3 +23,14 @@ pub async fn dial(
     stream.set_nodelay(true)?;
     Ok(Box::new(stream))
 }
+
+/// The first address of `server` (a UDP transport has no connect to try them in turn).
+pub async fn resolve(server: &Address) -> io::Result<std::net::SocketAddr> {
+    match server {
+        Address::Ip(sa) => Ok(*sa),
+        Address::Domain(host, port) => tokio::net::lookup_host((host.as_str(), *port))
+            .await?
+            .next()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{host}: no address"))),
+    }
+}

@@ -41,10 +41,61 @@ pub async fn serve_tcp(
     source: SocketAddr,
     local: SocketAddr,
 ) {
+    // The tunnel's destination may come from the raw socket (SO_ORIGINAL_DST): read it first.
+    let tunnel_destination = match &inbound.kind {
+        InboundKind::Tunnel(config) => Some(config.destination_for(&stream)),
+        _ => None,
+    };
+    serve_conn(
+        shared,
+        inbound,
+        Box::new(stream),
+        tunnel_destination,
+        source,
+        local,
+    )
+    .await;
+}
+
+/// A connection some transport accepted that is not a TCP socket (an mKCP connection): the
+/// same path as a TCP connection, the inbound's layers and protocol included.
+pub async fn serve_transport(
+    shared: Arc<Shared>,
+    inbound: Arc<InboundHandler>,
+    stream: BoxStream,
+    source: SocketAddr,
+    local: SocketAddr,
+) {
+    let tunnel_destination =
+        match &inbound.kind {
+            InboundKind::Tunnel(config) => Some(config.destination.clone().ok_or_else(|| {
+                io::Error::new(io::ErrorKind::InvalidInput, "no configured address")
+            })),
+            _ => None,
+        };
+    serve_conn(shared, inbound, stream, tunnel_destination, source, local).await;
+}
+
+async fn serve_conn(
+    shared: Arc<Shared>,
+    inbound: Arc<InboundHandler>,
+    stream: BoxStream,
+    tunnel_destination: Option<io::Result<Address>>,
+    source: SocketAddr,
+    local: SocketAddr,
+) {
     let mut meta = Metadata::new(inbound.tag.clone(), source, local);
     meta.level = inbound.level;
     let mut session = LayerSession::default();
-    let accepted = match handshake(&shared, &inbound, &meta, stream, &mut session).await {
+    let shaken = handshake(
+        &shared,
+        &inbound,
+        &meta,
+        stream,
+        tunnel_destination,
+        &mut session,
+    );
+    let accepted = match shaken.await {
         Ok(Handshake::Accepted(accepted)) => accepted,
         Ok(Handshake::AcceptedUser { accepted, level }) => {
             meta.level = level;
@@ -159,25 +210,17 @@ async fn handshake(
     shared: &Arc<Shared>,
     inbound: &Arc<InboundHandler>,
     meta: &Metadata,
-    tcp: TcpStream,
+    stream: BoxStream,
+    tunnel_destination: Option<io::Result<Address>>,
     session: &mut LayerSession,
 ) -> io::Result<Handshake> {
     let limit = shared.level(inbound.level).handshake;
     let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "no complete request in time");
-    // The tunnel's destination may come from the raw socket (SO_ORIGINAL_DST): read it first.
-    let tunnel_destination = match &inbound.kind {
-        InboundKind::Tunnel(config) => Some(config.destination_for(&tcp)?),
-        _ => None,
-    };
+    let tunnel_destination = tunnel_destination.transpose()?;
     let stream: BoxStream = if inbound.layers.is_empty() {
-        Box::new(tcp)
+        stream
     } else {
-        match timeout(
-            limit,
-            Box::pin(inbound.layers.accept(Box::new(tcp), session)),
-        )
-        .await
-        {
+        match timeout(limit, Box::pin(inbound.layers.accept(stream, session))).await {
             Ok(Ok(Layered::Ready(stream))) => stream,
             Ok(Ok(Layered::NotForUs(stream))) => return Ok(Handshake::Fallback(stream)),
             Ok(Err(e)) => return Err(e),
@@ -238,7 +281,7 @@ async fn handshake(
         InboundKind::Vmess(server) => {
             // Raw TCP drains a refused connection before closing, as Xray does; over TLS or
             // WebSocket it closes at once (Xray drains only on *net.TCPConn).
-            let drain = inbound.layers.is_empty();
+            let drain = inbound.layers.is_raw_tcp();
             match timeout(limit, Box::pin(vmess::accept(stream, server, drain))).await {
                 Ok(Ok(VmessAccept::Stream {
                     destination,

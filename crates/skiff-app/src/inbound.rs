@@ -48,7 +48,7 @@ pub struct InboundHandler {
     pub level: u32,
     pub uplink: Arc<Counter>,
     pub downlink: Arc<Counter>,
-    /// This inbound listens on TCP (SOCKS and HTTP always do).
+    /// This inbound listens on TCP (SOCKS and HTTP always do, unless over mKCP or kcptun).
     pub tcp: bool,
     /// Tunnel or Shadowsocks inbound with `network` containing udp: listen on UDP too.
     pub udp_listener: bool,
@@ -174,6 +174,8 @@ impl InboundHandler {
         };
         let layers = InboundLayers::build(&plan.stream)
             .map_err(|e| format!("inbound `{}`: {e}", plan.tag))?;
+        // Over mKCP the protocol's connections arrive on the UDP port instead.
+        let tcp = tcp && layers.mkcp().is_none() && layers.kcptun().is_none();
         Ok(InboundHandler {
             tag: Arc::from(plan.tag.as_str()),
             kind,

@@ -94,6 +94,48 @@ impl Running {
                             shutdown.subscribe(),
                         )));
                     }
+                    if let Some(config) = inbound.layers.mkcp() {
+                        let socket = UdpSocket::bind(addr)
+                            .await
+                            .map_err(|e| name_error(&inbound.tag, "udp", addr, e))?;
+                        let local = socket.local_addr()?;
+                        listeners.push(BoundListener {
+                            tag: inbound.tag.to_string(),
+                            protocol: inbound.protocol_name(),
+                            network: Network::Udp,
+                            address: local,
+                        });
+                        tasks.push(tokio::spawn(serve_mkcp(
+                            shared.clone(),
+                            inbound.clone(),
+                            Arc::new(socket),
+                            config.clone(),
+                            permits.clone(),
+                            accepted.clone(),
+                            shutdown.subscribe(),
+                        )));
+                    }
+                    if let Some(params) = inbound.layers.kcptun() {
+                        let socket = UdpSocket::bind(addr)
+                            .await
+                            .map_err(|e| name_error(&inbound.tag, "udp", addr, e))?;
+                        let local = socket.local_addr()?;
+                        listeners.push(BoundListener {
+                            tag: inbound.tag.to_string(),
+                            protocol: inbound.protocol_name(),
+                            network: Network::Udp,
+                            address: local,
+                        });
+                        tasks.push(tokio::spawn(serve_kcptun_transport(
+                            shared.clone(),
+                            inbound.clone(),
+                            Arc::new(socket),
+                            params.clone(),
+                            permits.clone(),
+                            accepted.clone(),
+                            shutdown.subscribe(),
+                        )));
+                    }
                     if inbound.udp_listener {
                         // An inbound listening on port 0 for both networks shares one port.
                         let udp_addr = listeners
@@ -275,6 +317,78 @@ async fn accept_loop(
             }
         }
     }
+}
+
+/// An inbound over mKCP: every mKCP connection on `socket` goes through the inbound's layers
+/// and protocol like a TCP connection, counted against the connection cap.
+async fn serve_mkcp(
+    shared: Arc<Shared>,
+    inbound: Arc<InboundHandler>,
+    socket: Arc<UdpSocket>,
+    config: skiff_kcp::mkcp::MkcpConfig,
+    permits: Arc<Semaphore>,
+    accepted: Arc<AtomicU64>,
+    shutdown: watch::Receiver<bool>,
+) {
+    let local = socket
+        .local_addr()
+        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+    let on_conn = {
+        let inbound = inbound.clone();
+        Arc::new(
+            move |stream: crate::mkcp::stream::MkcpStream, source: SocketAddr| {
+                let Ok(permit) = permits.clone().try_acquire_owned() else {
+                    debug!(inbound = %inbound.tag, %source, "connection cap reached; closing");
+                    return;
+                };
+                accepted.fetch_add(1, Ordering::Relaxed);
+                let shared = shared.clone();
+                let inbound = inbound.clone();
+                tokio::spawn(async move {
+                    dispatch::serve_transport(shared, inbound, Box::new(stream), source, local)
+                        .await;
+                    drop(permit);
+                });
+            },
+        )
+    };
+    crate::mkcp::listener::serve(socket, config, on_conn, shutdown).await;
+}
+
+/// An inbound over the kcptun transport: every smux stream of the KCP sessions on `socket`
+/// goes through the inbound's layers and protocol like a TCP connection.
+async fn serve_kcptun_transport(
+    shared: Arc<Shared>,
+    inbound: Arc<InboundHandler>,
+    socket: Arc<UdpSocket>,
+    params: crate::kcp::TunnelParams,
+    permits: Arc<Semaphore>,
+    accepted: Arc<AtomicU64>,
+    shutdown: watch::Receiver<bool>,
+) {
+    let local = socket
+        .local_addr()
+        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+    let on_stream = {
+        let inbound = inbound.clone();
+        Arc::new(
+            move |stream: crate::kcp::stream::KcpStream, source: SocketAddr| {
+                let Ok(permit) = permits.clone().try_acquire_owned() else {
+                    debug!(inbound = %inbound.tag, %source, "connection cap reached; closing stream");
+                    return;
+                };
+                accepted.fetch_add(1, Ordering::Relaxed);
+                let shared = shared.clone();
+                let inbound = inbound.clone();
+                tokio::spawn(async move {
+                    dispatch::serve_transport(shared, inbound, Box::new(stream), source, local)
+                        .await;
+                    drop(permit);
+                });
+            },
+        )
+    };
+    crate::kcp::server::serve(socket, params, on_stream, shutdown).await;
 }
 
 /// A kcptun inbound: KCP sessions on `socket`; each smux stream is one connection to

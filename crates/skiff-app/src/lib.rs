@@ -9,6 +9,7 @@ mod fallback;
 mod inbound;
 pub mod kcp;
 mod memory;
+pub mod mkcp;
 mod outbound_kcptun;
 mod outbound_shadowsocks;
 mod outbound_trojan;

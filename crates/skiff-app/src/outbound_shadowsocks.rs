@@ -22,7 +22,6 @@ use tokio::io::ReadBuf;
 use tokio::net::UdpSocket;
 use tracing::debug;
 
-use crate::dial::dial;
 use crate::stack::OutboundLayers;
 
 /// Largest datagram a UDP socket carries.
@@ -45,8 +44,10 @@ impl Outbound for ShadowsocksOutbound {
         destination: &'a Address,
     ) -> BoxFuture<'a, io::Result<BoxStream>> {
         Box::pin(async move {
-            let stream = dial(&self.server, self.via.as_ref(), meta).await?;
-            let stream = self.layers.wrap(stream).await?;
+            let stream = self
+                .layers
+                .connect(&self.server, self.via.as_ref(), meta)
+                .await?;
             let ss: BoxStream = Box::new(client::connect(stream, &self.config, destination)?);
             Ok(ss)
         })

@@ -50,9 +50,7 @@ async fn dial(
     via: Option<&Arc<dyn Outbound>>,
     meta: &Metadata,
 ) -> io::Result<BoxStream> {
-    layers
-        .wrap(crate::dial::dial(server, via, meta).await?)
-        .await
+    layers.connect(server, via, meta).await
 }
 
 impl Outbound for TrojanOutbound {

@@ -17,7 +17,6 @@ use skiff_proto::vless::user::UserId;
 
 use skiff_config::VlessFlow;
 
-use crate::dial::dial;
 use crate::stack::OutboundLayers;
 use crate::udp_links::{self, LinkOpener};
 
@@ -37,8 +36,10 @@ impl Outbound for VlessOutbound {
         destination: &'a Address,
     ) -> BoxFuture<'a, io::Result<BoxStream>> {
         Box::pin(async move {
-            let stream = dial(&self.server, self.via.as_ref(), meta).await?;
-            let stream = self.layers.wrap(stream).await?;
+            let stream = self
+                .layers
+                .connect(&self.server, self.via.as_ref(), meta)
+                .await?;
             if self.flow.is_vision() {
                 return client::connect_vision(stream, &self.user, destination);
             }
@@ -91,8 +92,10 @@ impl LinkOpener for Links {
                     "XTLS Vision refuses UDP to port 443 (use flow xtls-rprx-vision-udp443 to allow it)",
                 ));
             }
-            let stream = dial(&self.server, self.via.as_ref(), &self.meta).await?;
-            let stream = self.layers.wrap(stream).await?;
+            let stream = self
+                .layers
+                .connect(&self.server, self.via.as_ref(), &self.meta)
+                .await?;
             let packets = VlessPacketStream::new(client::connect(
                 stream,
                 &self.user,

@@ -12,7 +12,6 @@ use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Metadata, Outboun
 use skiff_proto::datagram::{BoxDatagramRecv, BoxDatagramSend};
 use skiff_proto::vmess::{Command, VmessClient};
 
-use crate::dial::dial;
 use crate::stack::OutboundLayers;
 use crate::udp_links::{self, LinkOpener};
 
@@ -32,8 +31,10 @@ impl Outbound for VmessOutbound {
         destination: &'a Address,
     ) -> BoxFuture<'a, io::Result<BoxStream>> {
         Box::pin(async move {
-            let stream = dial(&self.server, self.via.as_ref(), meta).await?;
-            let stream = self.layers.wrap(stream).await?;
+            let stream = self
+                .layers
+                .connect(&self.server, self.via.as_ref(), meta)
+                .await?;
             let stream = self.client.connect(stream, destination, Command::Tcp)?;
             Ok(Box::new(stream) as BoxStream)
         })
@@ -70,8 +71,10 @@ impl LinkOpener for Links {
         destination: &'a Address,
     ) -> BoxFuture<'a, io::Result<(BoxDatagramRecv, BoxDatagramSend)>> {
         Box::pin(async move {
-            let stream = dial(&self.server, self.via.as_ref(), &self.meta).await?;
-            let stream = self.layers.wrap(stream).await?;
+            let stream = self
+                .layers
+                .connect(&self.server, self.via.as_ref(), &self.meta)
+                .await?;
             let (reader, writer) = self
                 .client
                 .connect(stream, destination, Command::Udp)?

@@ -1,11 +1,16 @@
 //! The transport layers under a protocol, built once per inbound and outbound from its
-//! streamSettings: raw TCP, then TLS if configured, then WebSocket if configured. The same
-//! layer code serves every protocol, on both sides.
+//! streamSettings: the base (raw TCP, or mKCP over UDP), then TLS if configured, then
+//! WebSocket if configured. The same layer code serves every protocol, on both sides.
 
 use std::io;
+use std::sync::Arc;
 
 use skiff_config::{StreamNetwork, StreamPlan, StreamSecurity, TlsPlan};
-use skiff_core::BoxStream;
+use skiff_core::{Address, BoxStream, Metadata, Outbound};
+use skiff_kcp::mkcp::MkcpConfig;
+
+use crate::kcp::TunnelParams;
+use crate::kcp::client::KcpClient;
 use skiff_transport::tls::{TlsClient, TlsClientOptions, TlsServer, TlsServerOptions, TlsVersion};
 use skiff_transport::ws::{self, WsAccepted, WsClientOptions, WsServerOptions};
 
@@ -28,6 +33,10 @@ pub enum Layered {
 pub struct InboundLayers {
     tls: Option<TlsServer>,
     ws: Option<WsServerOptions>,
+    /// mKCP base: the inbound listens on UDP and accepts mKCP connections.
+    mkcp: Option<MkcpConfig>,
+    /// kcptun base: the inbound listens on UDP; every smux stream is a connection.
+    kcptun: Option<TunnelParams>,
 }
 
 impl InboundLayers {
@@ -36,19 +45,45 @@ impl InboundLayers {
             StreamSecurity::None => None,
             StreamSecurity::Tls(t) => Some(TlsServer::new(&server_options(t))?),
         };
-        let ws = match &plan.network {
-            StreamNetwork::Tcp => None,
-            StreamNetwork::Ws(w) => Some(WsServerOptions {
-                path: w.path.clone(),
-                host: w.host.clone(),
-                early_data_header: None,
-            }),
-        };
-        Ok(InboundLayers { tls, ws })
+        let (mut ws, mut mkcp, mut kcptun) = (None, None, None);
+        match &plan.network {
+            StreamNetwork::Tcp => {}
+            StreamNetwork::Ws(w) => {
+                ws = Some(WsServerOptions {
+                    path: w.path.clone(),
+                    host: w.host.clone(),
+                    early_data_header: None,
+                })
+            }
+            StreamNetwork::Mkcp(k) => mkcp = Some(k.clone()),
+            StreamNetwork::Kcptun(k) => kcptun = Some(TunnelParams::from_plan(&k.tuning)),
+        }
+        Ok(InboundLayers {
+            tls,
+            ws,
+            mkcp,
+            kcptun,
+        })
     }
 
+    /// No layer runs over the accepted stream (it goes straight to the protocol).
     pub fn is_empty(&self) -> bool {
         self.tls.is_none() && self.ws.is_none()
+    }
+
+    /// The protocol speaks directly on a TCP socket.
+    pub fn is_raw_tcp(&self) -> bool {
+        self.is_empty() && self.mkcp.is_none() && self.kcptun.is_none()
+    }
+
+    /// The kcptun tunnel parameters when this inbound takes kcptun sessions instead of TCP.
+    pub fn kcptun(&self) -> Option<&TunnelParams> {
+        self.kcptun.as_ref()
+    }
+
+    /// The mKCP settings when this inbound listens for mKCP instead of TCP.
+    pub fn mkcp(&self) -> Option<&MkcpConfig> {
+        self.mkcp.as_ref()
     }
 
     /// Runs the layers' server side over an accepted connection.
@@ -76,8 +111,25 @@ impl InboundLayers {
     }
 }
 
+/// What an outbound's connection to its server starts as.
+#[derive(Clone)]
+enum Base {
+    Tcp,
+    Mkcp(Arc<crate::mkcp::dial::MkcpDialer>),
+    /// One kcptun client (KCP sessions + smux) per outbound, made on first use for the
+    /// outbound's server; each connection is one smux stream.
+    Kcptun(Arc<KcptunBase>),
+}
+
+struct KcptunBase {
+    params: TunnelParams,
+    conn: usize,
+    client: std::sync::OnceLock<KcpClient>,
+}
+
 #[derive(Clone)]
 pub struct OutboundLayers {
+    base: Base,
     tls: Option<TlsClient>,
     ws: Option<WsClientOptions>,
 }
@@ -93,16 +145,67 @@ impl OutboundLayers {
             StreamSecurity::None => None,
             StreamSecurity::Tls(t) => Some(TlsClient::new(&client_options(t, &server_name))?),
         };
-        let ws = match &plan.network {
-            StreamNetwork::Tcp => None,
-            StreamNetwork::Ws(w) => Some(WsClientOptions {
-                path: w.path.clone(),
-                host: w.host.clone().unwrap_or_else(|| server_name.clone()),
-                headers: w.headers.clone(),
-                early_data_header: None,
-            }),
+        let (ws, base) = match &plan.network {
+            StreamNetwork::Tcp => (None, Base::Tcp),
+            StreamNetwork::Ws(w) => (
+                Some(WsClientOptions {
+                    path: w.path.clone(),
+                    host: w.host.clone().unwrap_or_else(|| server_name.clone()),
+                    headers: w.headers.clone(),
+                    early_data_header: None,
+                }),
+                Base::Tcp,
+            ),
+            StreamNetwork::Mkcp(k) => (
+                None,
+                Base::Mkcp(Arc::new(crate::mkcp::dial::MkcpDialer::new(k.clone()))),
+            ),
+            StreamNetwork::Kcptun(k) => (
+                None,
+                Base::Kcptun(Arc::new(KcptunBase {
+                    params: TunnelParams::from_plan(&k.tuning),
+                    conn: k.conn,
+                    client: std::sync::OnceLock::new(),
+                })),
+            ),
         };
-        Ok(OutboundLayers { tls, ws })
+        Ok(OutboundLayers { base, tls, ws })
+    }
+
+    /// Opens the base connection to `server` (TCP directly or through `via`, or mKCP), then
+    /// runs the layers over it.
+    pub async fn connect(
+        &self,
+        server: &Address,
+        via: Option<&Arc<dyn Outbound>>,
+        meta: &Metadata,
+    ) -> io::Result<BoxStream> {
+        let stream: BoxStream = match &self.base {
+            Base::Tcp => crate::dial::dial(server, via, meta).await?,
+            Base::Mkcp(dialer) => {
+                if via.is_some() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        "mKCP runs over UDP and cannot be chained through proxySettings",
+                    ));
+                }
+                let addr = crate::dial::resolve(server).await?;
+                Box::new(dialer.connect(addr).await?)
+            }
+            Base::Kcptun(base) => {
+                if via.is_some() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        "kcptun runs over UDP and cannot be chained through proxySettings",
+                    ));
+                }
+                let client = base
+                    .client
+                    .get_or_init(|| KcpClient::new(base.params.clone(), server.clone(), base.conn));
+                Box::new(client.open().await?)
+            }
+        };
+        self.wrap(stream).await
     }
 
     /// Runs the layers' client side over a connection to the server.

@@ -199,6 +199,26 @@ pub enum StreamNetwork {
     Tcp,
     /// `ws` / `websocket`.
     Ws(WsPlan),
+    /// `kcp` / `mkcp`: V2Ray's mKCP over UDP (`kcpSettings`).
+    Mkcp(skiff_kcp::mkcp::MkcpConfig),
+    /// `kcptun`: kcptun's KCP + smux over UDP (`kcptunSettings`), one smux stream per
+    /// connection. Skiff's own name; not an Xray transport.
+    Kcptun(KcptunStreamPlan),
+}
+
+impl StreamNetwork {
+    /// The transport runs over UDP: the inbound listens on a UDP port, not TCP.
+    pub fn is_udp(&self) -> bool {
+        matches!(self, StreamNetwork::Mkcp(_) | StreamNetwork::Kcptun(_))
+    }
+}
+
+/// `kcptunSettings`: the kcptun inbound/outbound tuning keys, and `conn` for outbounds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KcptunStreamPlan {
+    pub tuning: KcptunTuning,
+    /// KCP sessions per server used round-robin (outbounds), default 1.
+    pub conn: usize,
 }
 
 /// `wsSettings`.
@@ -654,7 +674,7 @@ pub struct KcptunOutbound {
 }
 
 /// The kcptun tuning both sides share, kcptun's defaults filled in.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct KcptunTuning {
     /// crypt, key, mode (applied), mtu, windows, FEC shards, acknodelay.
     pub kcp: skiff_kcp::KcpConfig,

@@ -365,6 +365,25 @@ fn fallback(fb: &crate::plan::FallbackPlan) -> String {
 /// The transport and security notes; nothing for plain TCP.
 fn stream(plan: &StreamPlan) -> Vec<String> {
     let mut notes = Vec::new();
+    if let StreamNetwork::Mkcp(k) = &plan.network {
+        let mut s = format!("over mKCP (UDP, mtu {}, tti {} ms", k.mtu, k.tti);
+        if k.header != skiff_kcp::mkcp::HeaderKind::None {
+            s.push_str(&format!(", header {}", k.header.name()));
+        }
+        if k.seed.is_some() {
+            s.push_str(", seed");
+        }
+        s.push(')');
+        notes.push(s);
+    }
+    if let StreamNetwork::Kcptun(k) = &plan.network {
+        notes.push(format!(
+            "over kcptun (UDP, crypt {}, smux v{}{})",
+            k.tuning.crypt_name,
+            k.tuning.smux_version,
+            if k.tuning.compress { ", snappy" } else { "" }
+        ));
+    }
     if let StreamNetwork::Ws(ws) = &plan.network {
         let mut s = format!("over WebSocket path {}", ws.path);
         if let Some(host) = &ws.host {

@@ -36,6 +36,8 @@ mod fec;
 #[doc(hidden)]
 pub mod fuzz;
 mod gf;
+/// V2Ray's mKCP (`network: "kcp"`), a different protocol from kcp-go's KCP above.
+pub mod mkcp;
 mod segment;
 mod session;
 mod sm4;

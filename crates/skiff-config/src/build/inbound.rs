@@ -79,6 +79,16 @@ fn build_inbound(item: &Item<RawInbound>, diags: &mut Vec<Diagnostic>) -> Option
             "applies to Shadowsocks over TCP only: its UDP is plain UDP on the same port",
         ));
     }
+    let udp_too = match &protocol {
+        Some(InboundProtocol::Shadowsocks(ss)) => ss.network.udp,
+        Some(InboundProtocol::Tunnel(t)) => t.network.udp,
+        _ => false,
+    };
+    if udp_too && stream.network.is_udp() {
+        diags.push(loc.key("streamSettings").key("network").error(
+            "mKCP listens on the inbound's UDP port, which this inbound's own UDP (`network` with \"udp\") also needs: use separate inbounds",
+        ));
+    }
     if let Some(InboundProtocol::Kcptun(_)) = &protocol
         && stream != StreamPlan::default()
     {

@@ -112,6 +112,8 @@ mod tests_vless;
 #[cfg(test)]
 mod tests_kcptun;
 #[cfg(test)]
+mod tests_mkcp;
+#[cfg(test)]
 mod tests_shadowsocks;
 #[cfg(test)]
 mod tests_vmess;

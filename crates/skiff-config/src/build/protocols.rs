@@ -22,7 +22,7 @@ use crate::source::Loc;
 
 mod common;
 mod fallbacks;
-mod kcptun;
+pub(super) mod kcptun;
 mod shadowsocks;
 mod trojan;
 mod vless;

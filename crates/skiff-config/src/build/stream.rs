@@ -1,6 +1,6 @@
-//! `streamSettings`: raw TCP or WebSocket, with or without TLS. Everything else Xray knows is
-//! an error naming the feature, so a config is never run with weaker transport or security
-//! than it asks for.
+//! `streamSettings`: raw TCP, WebSocket or mKCP, with or without TLS. Everything else Xray
+//! knows is an error naming the feature, so a config is never run with weaker transport or
+//! security than it asks for.
 
 use serde_json::{Map, Value};
 
@@ -8,12 +8,14 @@ use super::{error_count, lower, tls};
 use crate::decode::decode;
 use crate::diag::Diagnostic;
 use crate::plan::{StreamNetwork, StreamPlan, StreamSecurity, WsPlan};
-use crate::raw::bounds::{RawStream, RawTcpSettings, RawTlsSettings, RawWsSettings};
+use crate::raw::bounds::{
+    RawKcpSettings, RawStream, RawTcpSettings, RawTlsSettings, RawWsSettings,
+};
+use crate::raw::settings::KcptunStreamSettings;
 use crate::source::Loc;
+use skiff_kcp::mkcp::{HeaderKind, MkcpConfig};
 
 const UNSUPPORTED_NETWORKS: &[&str] = &[
-    "kcp",
-    "mkcp",
     "grpc",
     "gun",
     "httpupgrade",
@@ -59,9 +61,35 @@ pub fn build_stream(
                 .and_then(|ws| ws_plan(ws, &wloc, side, diags))
                 .map_or(StreamNetwork::Tcp, StreamNetwork::Ws)
         }
+        Some("kcp" | "mkcp") => {
+            let kloc = loc.key("kcpSettings");
+            let empty = Value::Object(Map::new());
+            let value = raw
+                .kcp_settings
+                .as_ref()
+                .filter(|v| !v.is_null())
+                .unwrap_or(&empty);
+            decode::<RawKcpSettings>(value, &kloc, diags)
+                .and_then(|k| mkcp_plan(k, &kloc, diags))
+                .map_or(StreamNetwork::Tcp, StreamNetwork::Mkcp)
+        }
+        Some("kcptun") => {
+            let kloc = loc.key("kcptunSettings");
+            let empty = Value::Object(Map::new());
+            let value = raw
+                .kcptun_settings
+                .as_ref()
+                .filter(|v| !v.is_null())
+                .unwrap_or(&empty);
+            decode::<KcptunStreamSettings>(value, &kloc, diags)
+                .and_then(|k| {
+                    super::protocols::kcptun::stream(k, side == Side::Outbound, &kloc, diags)
+                })
+                .map_or(StreamNetwork::Tcp, StreamNetwork::Kcptun)
+        }
         Some(n) if UNSUPPORTED_NETWORKS.contains(&n) => {
             diags.push(loc.key("network").error(format!(
-                "transport `{n}` is not supported by this version of skiff yet (only raw TCP and WebSocket)"
+                "transport `{n}` is not supported by this version of skiff yet (only raw TCP, WebSocket, mKCP and kcptun)"
             )));
             StreamNetwork::Tcp
         }
@@ -193,6 +221,70 @@ fn ws_plan(
         headers,
         accept_proxy_protocol,
     })
+}
+
+/// `kcpSettings`, checked as V2Ray 4.34 checks them (mtu 576–1460, tti 10–100; buffer sizes
+/// in MB, 0 meaning 512 KiB). Capacities and buffers are bounded here so a typo cannot ask
+/// for gigabytes per connection.
+fn mkcp_plan(k: RawKcpSettings, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Option<MkcpConfig> {
+    let before = error_count(diags);
+    let mut c = MkcpConfig::default();
+    let mut int = |key: &str, value: Option<i64>, min: i64, max: i64, out: &mut u32| match value {
+        None => {}
+        Some(v) if (min..=max).contains(&v) => *out = v as u32,
+        Some(v) => diags.push(
+            loc.key(key)
+                .error(format!("{v} is out of range ({min}-{max})")),
+        ),
+    };
+    int("mtu", k.mtu, 576, 1460, &mut c.mtu);
+    int("tti", k.tti, 10, 100, &mut c.tti);
+    int(
+        "uplinkCapacity",
+        k.uplink_capacity,
+        0,
+        10_000,
+        &mut c.uplink_capacity,
+    );
+    int(
+        "downlinkCapacity",
+        k.downlink_capacity,
+        0,
+        10_000,
+        &mut c.downlink_capacity,
+    );
+    let mut read_mb = u32::MAX;
+    let mut write_mb = u32::MAX;
+    int("readBufferSize", k.read_buffer_size, 0, 1024, &mut read_mb);
+    int(
+        "writeBufferSize",
+        k.write_buffer_size,
+        0,
+        1024,
+        &mut write_mb,
+    );
+    let bytes = |mb: u32, default: u32| match mb {
+        u32::MAX => default,
+        0 => 512 * 1024,
+        mb => mb * 1024 * 1024,
+    };
+    c.read_buffer = bytes(read_mb, c.read_buffer);
+    c.write_buffer = bytes(write_mb, c.write_buffer);
+    if let Some(congestion) = k.congestion {
+        c.congestion = congestion;
+    }
+    if let Some(header) = &k.header {
+        let name = lower(header.kind.as_deref()).unwrap_or_default();
+        match HeaderKind::parse(&name) {
+            Some(kind) => c.header = kind,
+            None => diags.push(loc.key("header").key("type").error(format!(
+                "unknown mKCP header type `{name}` (one of {})",
+                HeaderKind::NAMES.join(", ")
+            ))),
+        }
+    }
+    c.seed = k.seed;
+    (error_count(diags) == before).then_some(c)
 }
 
 fn check_tcp_settings(settings: &RawTcpSettings, loc: &Loc, diags: &mut Vec<Diagnostic>) {

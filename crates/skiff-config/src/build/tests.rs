@@ -401,9 +401,8 @@ fn stream_settings() {
     ok(&with_stream(
         r#"{"network": "tcp", "tcpSettings": {"header": {"type": "none"}}}"#,
     ));
+    ok(&with_stream(r#"{"network": "kcp"}"#));
     for net in [
-        "kcp",
-        "mkcp",
         "grpc",
         "httpupgrade",
         "xhttp",

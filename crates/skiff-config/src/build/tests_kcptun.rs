@@ -177,3 +177,65 @@ fn unknown_keys_and_manual_only_keys_warn() {
         "{warnings:#?}"
     );
 }
+
+fn vless_over_kcptun(side: &str, settings: &str) -> String {
+    let id = "b831381d-6324-4d53-ad4f-8cda48b30811";
+    let stream =
+        format!(r#""streamSettings": {{"network": "kcptun", "kcptunSettings": {settings}}}"#);
+    match side {
+        "in" => format!(
+            r#"{{"inbounds": [{{"port": 29903, "protocol": "vless",
+                "settings": {{"clients": [{{"id": "{id}"}}], "decryption": "none"}}, {stream}}}]}}"#
+        ),
+        _ => format!(
+            r#"{{"outbounds": [{{"protocol": "vless", "settings": {{"vnext": [{{"address":
+                "127.0.0.1", "port": 29903, "users": [{{"id": "{id}", "encryption": "none"}}]}}]}},
+                {stream}}}]}}"#
+        ),
+    }
+}
+
+#[test]
+fn kcptun_transport_network_takes_the_same_keys() {
+    let (plan, warnings) = load(&vless_over_kcptun(
+        "out",
+        r#"{"key": "k", "crypt": "salsa20", "smuxver": 2, "nocomp": true, "conn": 3}"#,
+    ))
+    .unwrap();
+    assert!(warnings.is_empty(), "{warnings:#?}");
+    let crate::StreamNetwork::Kcptun(k) = &plan.outbounds[0].stream.network else {
+        panic!("not the kcptun network")
+    };
+    assert_eq!(k.conn, 3);
+    assert_eq!(k.tuning.kcp.crypt, Crypt::Salsa20);
+    assert_eq!(k.tuning.kcp.key, "k");
+    assert_eq!((k.tuning.smux_version, k.tuning.compress), (2, false));
+    // Client defaults on outbounds (windows 128/512), server defaults on inbounds.
+    assert_eq!((k.tuning.kcp.snd_wnd, k.tuning.kcp.rcv_wnd), (128, 512));
+    let (plan, warnings) = load(&vless_over_kcptun("in", r#"{"conn": 2}"#)).unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.path == "inbounds[0].streamSettings.kcptunSettings.conn"),
+        "{warnings:#?}"
+    );
+    let crate::StreamNetwork::Kcptun(k) = &plan.inbounds[0].stream.network else {
+        panic!("not the kcptun network")
+    };
+    assert_eq!((k.tuning.kcp.snd_wnd, k.tuning.kcp.rcv_wnd), (1024, 1024));
+    assert!(plan.inbounds[0].stream.network.is_udp());
+}
+
+#[test]
+fn kcptun_transport_network_errors_name_the_key() {
+    has_error(
+        &vless_over_kcptun("out", r#"{"crypt": "rot13"}"#),
+        "outbounds[0].streamSettings.kcptunSettings.crypt",
+        "unknown crypt",
+    );
+    has_error(
+        &vless_over_kcptun("out", r#"{"conn": 0}"#),
+        "outbounds[0].streamSettings.kcptunSettings.conn",
+        "out of range",
+    );
+}

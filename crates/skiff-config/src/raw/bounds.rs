@@ -128,11 +128,10 @@ pub struct RawStream {
     pub reality_settings: Option<Value>,
     /// Decoded only when `security`/`network` selects it (Xray ignores the others).
     pub ws_settings: Option<Value>,
-    #[allow(
-        dead_code,
-        reason = "an accepted Xray key: declared so it is not reported as unknown"
-    )]
+    /// Decoded only when `network` is "kcp"/"mkcp".
     pub kcp_settings: Option<Value>,
+    /// Decoded only when `network` is "kcptun" (Skiff's own transport name).
+    pub kcptun_settings: Option<Value>,
     #[allow(
         dead_code,
         reason = "an accepted Xray key: declared so it is not reported as unknown"
@@ -192,6 +191,28 @@ pub struct RawHeader {
         reason = "an accepted Xray key: declared so it is not reported as unknown"
     )]
     pub response: Option<Value>,
+}
+
+/// `kcpSettings` (V2Ray 4.34's keys). Capacities and buffer sizes are in MB, as in V2Ray.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawKcpSettings {
+    pub mtu: Option<i64>,
+    pub tti: Option<i64>,
+    pub uplink_capacity: Option<i64>,
+    pub downlink_capacity: Option<i64>,
+    pub congestion: Option<bool>,
+    pub read_buffer_size: Option<i64>,
+    pub write_buffer_size: Option<i64>,
+    pub header: Option<RawKcpHeader>,
+    pub seed: Option<String>,
+}
+
+/// `kcpSettings.header`.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RawKcpHeader {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
 }
 
 /// `wsSettings`.

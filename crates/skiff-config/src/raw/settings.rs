@@ -366,6 +366,12 @@ kcptun_settings! {
 }
 
 kcptun_settings! {
+    /// `streamSettings.kcptunSettings` of the `kcptun` transport: the same tuning keys, and
+    /// `conn` (sessions per server) for outbounds.
+    KcptunStreamSettings { conn: Option<i64> }
+}
+
+kcptun_settings! {
     /// kcptun outbound `settings` (a kcptun client): the server's `address` and `port`, and
     /// `conn`, the number of KCP sessions.
     KcptunOutboundSettings { address: Option<String>, port: Option<i64>, conn: Option<i64> }

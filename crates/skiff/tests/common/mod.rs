@@ -155,6 +155,37 @@ pub fn listening(port: u16) -> bool {
     })
 }
 
+/// True when a UDP socket is bound to port `port` (from /proc, no probe packet).
+pub fn udp_bound(port: u16) -> bool {
+    let table = std::fs::read_to_string("/proc/net/udp").unwrap_or_default();
+    let wanted = format!(":{port:04X}");
+    table.lines().skip(1).any(|line| {
+        line.split_whitespace()
+            .nth(1)
+            .is_some_and(|local| local.ends_with(&wanted))
+    })
+}
+
+/// Waits until `proc` has bound UDP `port`; fails if it exits or takes over 20 s.
+pub fn wait_udp(proc: &mut Proc, port: u16, log: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !udp_bound(port) {
+        if let Ok(Some(status)) = proc.child.try_wait() {
+            panic!(
+                "{} exited early ({status}); log:\n{}",
+                proc.what,
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never bound UDP {port}",
+            proc.what
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
 pub fn wait_ports(proc: &mut Proc, ports: &[u16], log: &Path) {
     let deadline = Instant::now() + Duration::from_secs(20);
     for &port in ports {

@@ -9,8 +9,10 @@ use super::super::error_count;
 use super::common::{server_address, server_port};
 use super::parse_redirect;
 use crate::diag::Diagnostic;
-use crate::plan::{KcptunInbound, KcptunOutbound, KcptunTuning};
-use crate::raw::settings::{KcptunInboundSettings, KcptunOutboundSettings, RawKcpTuning};
+use crate::plan::{KcptunInbound, KcptunOutbound, KcptunStreamPlan, KcptunTuning};
+use crate::raw::settings::{
+    KcptunInboundSettings, KcptunOutboundSettings, KcptunStreamSettings, RawKcpTuning,
+};
 use crate::source::Loc;
 
 /// kcptun's `--crypt` names; those `skiff-kcp` lacks are "not supported yet", others unknown.
@@ -75,6 +77,35 @@ pub fn outbound(
         port: port?,
         conn: conn as usize,
         tuning: tuning?,
+    })
+}
+
+/// `streamSettings.kcptunSettings` of the `kcptun` transport network: kcptun's keys with the
+/// client's defaults on outbounds and the server's on inbounds; `conn` only on outbounds.
+pub(in crate::build) fn stream(
+    s: KcptunStreamSettings,
+    outbound: bool,
+    loc: &Loc,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<KcptunStreamPlan> {
+    let before = error_count(diags);
+    let conn = if outbound {
+        int(s.conn, 1, 1, 256, &loc.key("conn"), diags) as usize
+    } else {
+        if s.conn.is_some() {
+            diags.push(loc.key("conn").warning(
+                "`conn` (KCP sessions per server) applies to outbounds only and is ignored here",
+            ));
+        }
+        1
+    };
+    let tuning = tuning(&s.tuning(), outbound, loc, diags);
+    if error_count(diags) > before {
+        return None;
+    }
+    Some(KcptunStreamPlan {
+        tuning: tuning?,
+        conn,
     })
 }
 
