@@ -210,8 +210,8 @@ fn kcptun_transport_network_takes_the_same_keys() {
     assert_eq!(k.tuning.kcp.crypt, Crypt::Salsa20);
     assert_eq!(k.tuning.kcp.key, "k");
     assert_eq!((k.tuning.smux_version, k.tuning.compress), (2, false));
-    // Client defaults on outbounds (windows 128/512), server defaults on inbounds.
-    assert_eq!((k.tuning.kcp.snd_wnd, k.tuning.kcp.rcv_wnd), (128, 512));
+    // Skiff's default windows (2048 both ways) on either side.
+    assert_eq!((k.tuning.kcp.snd_wnd, k.tuning.kcp.rcv_wnd), (2048, 2048));
     let (plan, warnings) = load(&vless_over_kcptun("in", r#"{"conn": 2}"#)).unwrap();
     assert!(
         warnings
@@ -222,7 +222,7 @@ fn kcptun_transport_network_takes_the_same_keys() {
     let crate::StreamNetwork::Kcptun(k) = &plan.inbounds[0].stream.network else {
         panic!("not the kcptun network")
     };
-    assert_eq!((k.tuning.kcp.snd_wnd, k.tuning.kcp.rcv_wnd), (1024, 1024));
+    assert_eq!((k.tuning.kcp.snd_wnd, k.tuning.kcp.rcv_wnd), (2048, 2048));
     assert!(plan.inbounds[0].stream.network.is_udp());
 }
 
