@@ -19,9 +19,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{Proc, TempDir, free_port, noise, start_skiff, tool, wait_ports};
+use common::{Proc, TempDir, free_port, noise, start_skiff, tool, wait_ports, wait_udp};
 use sha2::{Digest, Sha256};
 
 const MIB: usize = 1024 * 1024;
@@ -82,36 +82,6 @@ fn start_kcptun(binary: &Path, dir: &Path, name: &'static str, args: &[String]) 
         .spawn()
         .unwrap();
     Proc { child, what: name }
-}
-
-/// True when a UDP socket is bound to 127.0.0.1:`port` (from /proc, no probe packet).
-fn udp_bound(port: u16) -> bool {
-    let table = std::fs::read_to_string("/proc/net/udp").unwrap_or_default();
-    let wanted = format!(":{port:04X}");
-    table.lines().skip(1).any(|line| {
-        line.split_whitespace()
-            .nth(1)
-            .is_some_and(|local| local.ends_with(&wanted))
-    })
-}
-
-fn wait_udp(proc: &mut Proc, port: u16, log: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !udp_bound(port) {
-        if let Ok(Some(status)) = proc.child.try_wait() {
-            panic!(
-                "{} exited early ({status}); log:\n{}",
-                proc.what,
-                std::fs::read_to_string(log).unwrap_or_default()
-            );
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} never bound UDP {port}",
-            proc.what
-        );
-        thread::sleep(Duration::from_millis(25));
-    }
 }
 
 /// `len` bytes, alternating 64 KiB of noise and 64 KiB of repetitive text.

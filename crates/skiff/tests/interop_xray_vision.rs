@@ -80,7 +80,9 @@ fn client_config_for(
     .to_string()
 }
 
-fn start_xray(xray: &Path, dir: &Path, name: &str, config: &str, port: u16) -> Proc {
+/// Starts `xray run -c` on `config` (written to DIR/NAME.json), waits for TCP `port`, or for
+/// UDP `port` when `udp` (a UDP-only dokodemo-door has no TCP listener).
+fn start_xray(xray: &Path, dir: &Path, name: &str, config: &str, port: u16, udp: bool) -> Proc {
     let path = dir.join(format!("{name}.json"));
     std::fs::write(&path, config).unwrap();
     let out = dir.join(format!("{name}.out"));
@@ -98,7 +100,11 @@ fn start_xray(xray: &Path, dir: &Path, name: &str, config: &str, port: u16) -> P
         child,
         what: "xray",
     };
-    wait_ports(&mut proc, &[port], &out);
+    if udp {
+        wait_udp(&mut proc, port, &out);
+    } else {
+        wait_ports(&mut proc, &[port], &out);
+    }
     proc
 }
 
@@ -192,10 +198,10 @@ fn run_case(xray: &Path, xray_is_client: bool) {
     let (_c, c_out, _b, b_out);
     if xray_is_client {
         (_c, c_out) = start_skiff(dir.path(), "c", &server, &[c_port]);
-        _b = start_xray(xray, dir.path(), "b", &client, b_port);
+        _b = start_xray(xray, dir.path(), "b", &client, b_port, false);
         b_out = b_log.clone();
     } else {
-        _c = start_xray(xray, dir.path(), "c", &server, c_port);
+        _c = start_xray(xray, dir.path(), "c", &server, c_port, false);
         c_out = c_log.clone();
         (_b, b_out) = start_skiff(dir.path(), "b", &client, &[b_port]);
     }
@@ -279,10 +285,12 @@ fn run_udp_case(xray: &Path, xray_is_client: bool) {
     let (_c, _b);
     if xray_is_client {
         (_c, _) = start_skiff(dir.path(), "c", &server, &[c_port]);
-        _b = start_xray_udp(xray, dir.path(), "b", &client, b_port);
+        _b = start_xray(xray, dir.path(), "b", &client, b_port, true);
     } else {
-        _c = start_xray(xray, dir.path(), "c", &server, c_port);
-        (_b, _) = start_skiff_udp(dir.path(), "b", &client, b_port);
+        _c = start_xray(xray, dir.path(), "c", &server, c_port, false);
+        let (mut b, b_log) = start_skiff(dir.path(), "b", &client, &[]);
+        wait_udp(&mut b, b_port, &b_log);
+        _b = b;
     }
     let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     socket
@@ -301,66 +309,6 @@ fn run_udp_case(xray: &Path, xray_is_client: bool) {
     assert_eq!(echoed, 200, "datagrams echoed intact");
     drop(socket);
     let _ = echo_thread;
-}
-
-/// Xray with a UDP listener: wait for the UDP port (the TCP one does not exist).
-fn start_xray_udp(xray: &Path, dir: &Path, name: &str, config: &str, port: u16) -> Proc {
-    let path = dir.join(format!("{name}.json"));
-    std::fs::write(&path, config).unwrap();
-    let out = dir.join(format!("{name}.out"));
-    let file = std::fs::File::create(&out).unwrap();
-    let child = Command::new(xray)
-        .arg("run")
-        .arg("-c")
-        .arg(&path)
-        .stdin(Stdio::null())
-        .stdout(file.try_clone().unwrap())
-        .stderr(file)
-        .spawn()
-        .unwrap();
-    wait_udp(port);
-    Proc {
-        child,
-        what: "xray",
-    }
-}
-
-fn start_skiff_udp(dir: &Path, name: &str, config: &str, port: u16) -> (Proc, PathBuf) {
-    let path = dir.join(format!("{name}.json"));
-    std::fs::write(&path, config).unwrap();
-    let log = dir.join(format!("{name}.log"));
-    let file = std::fs::File::create(&log).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_skiff"))
-        .args(["run", "-c"])
-        .arg(&path)
-        .stdout(file.try_clone().unwrap())
-        .stderr(file)
-        .spawn()
-        .unwrap();
-    wait_udp(port);
-    (
-        Proc {
-            child,
-            what: "skiff",
-        },
-        log,
-    )
-}
-
-/// Waits (bounded) until a UDP socket is bound on 127.0.0.1:`port`, read from /proc.
-fn wait_udp(port: u16) {
-    let wanted = format!("0100007F:{port:04X}");
-    for _ in 0..400 {
-        let table = std::fs::read_to_string("/proc/net/udp").unwrap_or_default();
-        if table
-            .lines()
-            .any(|l| l.split_whitespace().nth(1) == Some(&wanted))
-        {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    panic!("nothing bound UDP port {port}");
 }
 
 #[test]
