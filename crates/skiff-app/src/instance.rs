@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use skiff_config::Plan;
-use skiff_core::{Network, Stats};
+use skiff_core::{BoxStream, Network, Stats};
 use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinHandle;
@@ -319,8 +319,55 @@ async fn accept_loop(
     }
 }
 
-/// An inbound over mKCP: every mKCP connection on `socket` goes through the inbound's layers
-/// and protocol like a TCP connection, counted against the connection cap.
+/// Admits connections that arrive over a UDP transport (mKCP, the kcptun network): each
+/// one is counted against the connection cap and goes through the inbound's layers and
+/// protocol like a TCP connection.
+struct TransportAdmission {
+    shared: Arc<Shared>,
+    inbound: Arc<InboundHandler>,
+    permits: Arc<Semaphore>,
+    accepted: Arc<AtomicU64>,
+    /// The listening socket's address, reported as the connection's local end.
+    local: SocketAddr,
+}
+
+impl TransportAdmission {
+    fn new(
+        shared: Arc<Shared>,
+        inbound: Arc<InboundHandler>,
+        socket: &UdpSocket,
+        permits: Arc<Semaphore>,
+        accepted: Arc<AtomicU64>,
+    ) -> TransportAdmission {
+        let local = socket
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+        TransportAdmission {
+            shared,
+            inbound,
+            permits,
+            accepted,
+            local,
+        }
+    }
+
+    fn admit(&self, stream: BoxStream, source: SocketAddr) {
+        let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+            debug!(inbound = %self.inbound.tag, %source, "connection cap reached; closing");
+            return;
+        };
+        self.accepted.fetch_add(1, Ordering::Relaxed);
+        let shared = self.shared.clone();
+        let inbound = self.inbound.clone();
+        let local = self.local;
+        tokio::spawn(async move {
+            dispatch::serve_transport(shared, inbound, stream, source, local).await;
+            drop(permit);
+        });
+    }
+}
+
+/// An inbound over mKCP: every mKCP connection on `socket` is admitted like a TCP one.
 async fn serve_mkcp(
     shared: Arc<Shared>,
     inbound: Arc<InboundHandler>,
@@ -330,33 +377,17 @@ async fn serve_mkcp(
     accepted: Arc<AtomicU64>,
     shutdown: watch::Receiver<bool>,
 ) {
-    let local = socket
-        .local_addr()
-        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
-    let on_conn = {
-        let inbound = inbound.clone();
-        Arc::new(
-            move |stream: crate::mkcp::stream::MkcpStream, source: SocketAddr| {
-                let Ok(permit) = permits.clone().try_acquire_owned() else {
-                    debug!(inbound = %inbound.tag, %source, "connection cap reached; closing");
-                    return;
-                };
-                accepted.fetch_add(1, Ordering::Relaxed);
-                let shared = shared.clone();
-                let inbound = inbound.clone();
-                tokio::spawn(async move {
-                    dispatch::serve_transport(shared, inbound, Box::new(stream), source, local)
-                        .await;
-                    drop(permit);
-                });
-            },
-        )
-    };
+    let admission = TransportAdmission::new(shared, inbound, &socket, permits, accepted);
+    let on_conn = Arc::new(
+        move |stream: crate::mkcp::stream::MkcpStream, source: SocketAddr| {
+            admission.admit(Box::new(stream), source);
+        },
+    );
     crate::mkcp::listener::serve(socket, config, on_conn, shutdown).await;
 }
 
 /// An inbound over the kcptun transport: every smux stream of the KCP sessions on `socket`
-/// goes through the inbound's layers and protocol like a TCP connection.
+/// is admitted like a TCP connection.
 async fn serve_kcptun_transport(
     shared: Arc<Shared>,
     inbound: Arc<InboundHandler>,
@@ -366,28 +397,12 @@ async fn serve_kcptun_transport(
     accepted: Arc<AtomicU64>,
     shutdown: watch::Receiver<bool>,
 ) {
-    let local = socket
-        .local_addr()
-        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
-    let on_stream = {
-        let inbound = inbound.clone();
-        Arc::new(
-            move |stream: crate::kcp::stream::KcpStream, source: SocketAddr| {
-                let Ok(permit) = permits.clone().try_acquire_owned() else {
-                    debug!(inbound = %inbound.tag, %source, "connection cap reached; closing stream");
-                    return;
-                };
-                accepted.fetch_add(1, Ordering::Relaxed);
-                let shared = shared.clone();
-                let inbound = inbound.clone();
-                tokio::spawn(async move {
-                    dispatch::serve_transport(shared, inbound, Box::new(stream), source, local)
-                        .await;
-                    drop(permit);
-                });
-            },
-        )
-    };
+    let admission = TransportAdmission::new(shared, inbound, &socket, permits, accepted);
+    let on_stream = Arc::new(
+        move |stream: crate::kcp::stream::KcpStream, source: SocketAddr| {
+            admission.admit(Box::new(stream), source);
+        },
+    );
     crate::kcp::server::serve(socket, params, on_stream, shutdown).await;
 }
 
