@@ -63,8 +63,38 @@ pub fn masked_crc(data: &[u8]) -> u32 {
     (crc.rotate_right(15)).wrapping_add(0xa282_ead8)
 }
 
-/// CRC-32C, reflected polynomial 0x82f63b78, slice-by-8.
+/// CRC-32C, reflected polynomial 0x82f63b78: every snappy chunk carries one of its payload.
 pub fn crc32c(data: &[u8]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("sse4.2") {
+        // SAFETY: the CPU has SSE4.2, checked just above.
+        return unsafe { crc32c_sse42(data) };
+    }
+    crc32c_tables(data)
+}
+
+/// The SSE4.2 `crc32` instruction computes exactly this polynomial, 8 bytes per step: about
+/// three times the table version's speed on a bulk chunk.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+fn crc32c_sse42(data: &[u8]) -> u32 {
+    use std::arch::x86_64::{_mm_crc32_u8, _mm_crc32_u64};
+    let mut crc = u64::from(!0u32);
+    let mut words = data.chunks_exact(8);
+    for w in &mut words {
+        let mut le = [0u8; 8];
+        le.copy_from_slice(w);
+        crc = _mm_crc32_u64(crc, u64::from_le_bytes(le));
+    }
+    let mut crc = crc as u32;
+    for &b in words.remainder() {
+        crc = _mm_crc32_u8(crc, b);
+    }
+    !crc
+}
+
+/// Slice-by-8 tables: the portable fallback.
+fn crc32c_tables(data: &[u8]) -> u32 {
     let t = &*CRC_TABLES;
     let mut crc = !0u32;
     let mut chunks = data.chunks_exact(8);
@@ -307,6 +337,16 @@ mod tests {
     fn crc32c_check_value() {
         assert_eq!(crc32c(b"123456789"), 0xe306_9283);
         assert_eq!(crc32c(b""), 0);
+        assert_eq!(crc32c_tables(b"123456789"), 0xe306_9283);
+    }
+
+    proptest::proptest! {
+        /// The hardware path and the tables agree on every length and alignment.
+        #[test]
+        fn crc32c_paths_agree(data in proptest::collection::vec(proptest::num::u8::ANY, 0..300), skip in 0usize..8) {
+            let d = data.get(skip.min(data.len())..).unwrap_or_default();
+            proptest::prop_assert_eq!(crc32c(d), crc32c_tables(d));
+        }
     }
 
     /// spec/kcp.md §7.1: the live first payloads of a kcptun client with compression on.
