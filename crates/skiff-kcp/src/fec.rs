@@ -35,14 +35,14 @@ pub(crate) struct FecEncoder {
     count: usize,
     max_len: usize,
     /// `ps × ds` multiplication tables of the parity rows.
-    tables: Vec<[u8; 256]>,
+    tables: Vec<gf::MulTable>,
     parity: Vec<Vec<u8>>,
 }
 
 impl FecEncoder {
     pub(crate) fn new(ds: usize, ps: usize) -> Option<FecEncoder> {
         let m = gf::encoding_matrix(ds, ps)?;
-        let tables = m[ds * ds..].iter().map(|&c| gf::mul_table(c)).collect();
+        let tables = m[ds * ds..].iter().map(|&c| gf::MulTable::new(c)).collect();
         let group = (ds + ps) as u32;
         Some(FecEncoder {
             ds,
@@ -87,10 +87,7 @@ impl FecEncoder {
             parity.clear();
             parity.resize(len, 0);
             for (c, shard) in self.shards.iter().enumerate() {
-                let t = &self.tables[r * self.ds + c];
-                for (p, &d) in parity.iter_mut().zip(shard.iter()) {
-                    *p ^= t[d as usize];
-                }
+                gf::mul_add(&self.tables[r * self.ds + c], parity, shard);
             }
         }
         self.count = 0;
@@ -314,10 +311,7 @@ impl FecDecoder {
                 if c == 0 {
                     continue;
                 }
-                let t = gf::mul_table(c);
-                for (o, &d) in out.iter_mut().zip(self.rx[first + pos].data.iter()) {
-                    *o ^= t[d as usize];
-                }
+                gf::mul_add(&gf::MulTable::new(c), &mut out, &self.rx[first + pos].data);
             }
             self.recovered.push(out);
         }
