@@ -263,6 +263,18 @@ impl KcpSession {
         accepted
     }
 
+    /// Sends the acks gathered since the last flush, if any. A driver calls this once per burst
+    /// of datagrams it handled: kcp-go holds acks until its next interval tick (up to 30 ms in
+    /// mode fast), which on a clean link stretches the round trip the sender's window sees and
+    /// caps throughput at window / (RTT + interval). One packed ack datagram per burst keeps
+    /// the round trip honest at a fraction of the cost of `ack_nodelay` (one per datagram).
+    /// Only the timing changes; the segments are the ones kcp-go would send.
+    pub fn flush_acks(&mut self, now_ms: u32) {
+        if self.kcp.has_acks() {
+            self.flush(now_ms, true);
+        }
+    }
+
     /// Queue application bytes (stream mode); returns how many were taken, 0 when the send
     /// queue is full (about `min(snd_wnd, remote window)` segments waiting, like kcp-go).
     pub fn send(&mut self, data: &[u8]) -> usize {

@@ -314,6 +314,7 @@ impl Inner {
             }
         }
         self.kcp.update(now);
+        self.kcp.flush_acks(now);
         while self.kcp.poll_datagram(&mut self.datagram) {
             wire.send(&self.datagram);
         }
