@@ -54,19 +54,9 @@ pub(crate) fn pow(a: u8, n: usize) -> u8 {
     }
 }
 
-/// A 256-entry table of `c·x` for every byte x: one lookup per byte when coding.
-pub(crate) fn mul_table(c: u8) -> [u8; 256] {
-    let mut t = [0u8; 256];
-    for (x, out) in t.iter_mut().enumerate() {
-        *out = mul(c, x as u8);
-    }
-    t
-}
-
-/// Multiplication by one constant, in the two forms [`mul_add`] uses: the whole table for
-/// the scalar tail, and the products of each nibble for vector shuffles.
+/// Multiplication by one constant as the products of each nibble: 32 bytes per coefficient
+/// (a 10/3 code keeps 30 of them per session) where a full table would take 256.
 pub(crate) struct MulTable {
-    full: [u8; 256],
     /// `c·x` for x = 0..16.
     low: [u8; 16],
     /// `c·(x << 4)` for x = 0..16.
@@ -75,14 +65,13 @@ pub(crate) struct MulTable {
 
 impl MulTable {
     pub(crate) fn new(c: u8) -> MulTable {
-        let full = mul_table(c);
         let mut low = [0u8; 16];
         let mut high = [0u8; 16];
-        for x in 0..16 {
-            low[x] = full[x];
-            high[x] = full[x << 4];
+        for x in 0..16u8 {
+            low[x as usize] = mul(c, x);
+            high[x as usize] = mul(c, x << 4);
         }
-        MulTable { full, low, high }
+        MulTable { low, high }
     }
 }
 
@@ -97,7 +86,7 @@ pub(crate) fn mul_add(t: &MulTable, dst: &mut [u8], src: &[u8]) {
     let (dst, src) = (&mut dst[..n], &src[..n]);
     let done = mul_add_vector(t, dst, src);
     for (d, &s) in dst[done..].iter_mut().zip(&src[done..]) {
-        *d ^= t.full[s as usize];
+        *d ^= t.low[(s & 15) as usize] ^ t.high[(s >> 4) as usize];
     }
 }
 
@@ -269,7 +258,8 @@ mod tests {
     fn field_inverse_and_tables_agree() {
         for a in 1..=255u8 {
             assert_eq!(mul(a, inv(a)), 1);
-            assert_eq!(mul_table(a)[7], mul(a, 7));
+            let t = MulTable::new(a);
+            assert_eq!(t.low[7] ^ t.high[0x3], mul(a, 0x37));
         }
         assert_eq!(mul(0x80, 2), 0x1d);
     }
