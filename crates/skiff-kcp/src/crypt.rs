@@ -72,7 +72,7 @@ fn pbkdf2_sha1(secret: &[u8], salt: &[u8], iterations: u32, out: &mut [u8]) {
 pub(crate) enum Cipher {
     None,
     /// Boxed: aws-lc key schedules are about 1 KiB, the other variants a few words.
-    Aes(Box<(EncryptingKey, DecryptingKey)>),
+    Aes(Box<AesKeys>),
     Salsa20 {
         key: [u8; 32],
     },
@@ -88,6 +88,14 @@ pub(crate) enum Cipher {
     Blowfish(Box<Blowfish>),
     Twofish(Box<Twofish>),
     Sm4(Box<Sm4>),
+}
+
+/// AES in CFB mode: aws-lc's, and the AES-instruction path where the CPU has one.
+pub(crate) struct AesKeys {
+    encrypt: EncryptingKey,
+    decrypt: DecryptingKey,
+    #[cfg(target_arch = "x86_64")]
+    fast: Option<crate::aes_cfb::AesCfb>,
 }
 
 /// Ciphers recently built, shared: building one costs PBKDF2 runs (4096 iterations for the key,
@@ -121,7 +129,12 @@ impl Cipher {
                 .map_err(bad)?;
             let dec = DecryptingKey::cfb128(UnboundCipherKey::new(alg, bytes).map_err(bad)?)
                 .map_err(bad)?;
-            Ok(Cipher::Aes(Box::new((enc, dec))))
+            Ok(Cipher::Aes(Box::new(AesKeys {
+                encrypt: enc,
+                decrypt: dec,
+                #[cfg(target_arch = "x86_64")]
+                fast: crate::aes_cfb::AesCfb::new(bytes, CFB_IV),
+            })))
         };
         match crypt {
             Crypt::None => Ok(Cipher::None),
@@ -154,10 +167,16 @@ impl Cipher {
     pub(crate) fn encrypt(&self, buf: &mut [u8]) -> bool {
         match self {
             Cipher::None => true,
-            Cipher::Aes(keys) => keys
-                .0
-                .less_safe_encrypt(buf, EncryptionContext::Iv128(FixedLength::from(CFB_IV)))
-                .is_ok(),
+            Cipher::Aes(keys) => {
+                #[cfg(target_arch = "x86_64")]
+                if let Some(fast) = &keys.fast {
+                    fast.encrypt(&mut [buf]);
+                    return true;
+                }
+                keys.encrypt
+                    .less_safe_encrypt(buf, EncryptionContext::Iv128(FixedLength::from(CFB_IV)))
+                    .is_ok()
+            }
             Cipher::Salsa20 { key } => {
                 salsa20_xor(key, buf);
                 true
@@ -193,10 +212,16 @@ impl Cipher {
     pub(crate) fn decrypt(&self, buf: &mut [u8]) -> bool {
         match self {
             Cipher::None => true,
-            Cipher::Aes(keys) => keys
-                .1
-                .decrypt(buf, DecryptionContext::Iv128(FixedLength::from(CFB_IV)))
-                .is_ok(),
+            Cipher::Aes(keys) => {
+                #[cfg(target_arch = "x86_64")]
+                if let Some(fast) = &keys.fast {
+                    fast.decrypt(buf);
+                    return true;
+                }
+                keys.decrypt
+                    .decrypt(buf, DecryptionContext::Iv128(FixedLength::from(CFB_IV)))
+                    .is_ok()
+            }
             Cipher::Salsa20 { key } => {
                 salsa20_xor(key, buf);
                 true
@@ -231,13 +256,46 @@ impl Cipher {
     /// Fills nonce and CRC of a datagram whose bytes from [`CRYPT_HEADER_SIZE`] on are final,
     /// then encrypts it. The buffer must be at least `CRYPT_HEADER_SIZE` long.
     pub(crate) fn seal(&self, nonce: &mut NonceSource, buf: &mut [u8]) -> bool {
+        Cipher::prepare(nonce, buf) && self.encrypt(buf)
+    }
+
+    /// The first half of [`Cipher::seal`]: nonce and CRC only, for [`Cipher::encrypt_many`].
+    pub(crate) fn prepare(nonce: &mut NonceSource, buf: &mut [u8]) -> bool {
         let Some((header, body)) = buf.split_at_mut_checked(CRYPT_HEADER_SIZE) else {
             return false;
         };
         let (nonce_bytes, crc_bytes) = header.split_at_mut(NONCE_SIZE);
         nonce.fill(nonce_bytes);
         crc_bytes.copy_from_slice(&crc32fast::hash(body).to_le_bytes());
-        self.encrypt(buf)
+        true
+    }
+
+    /// Encrypts prepared datagrams in place, several at a time where the cipher gains from
+    /// it (AES: independent CFB chains interleaved). A datagram the backend refused is
+    /// emptied, and its sender drops it.
+    pub(crate) fn encrypt_many<'a>(&self, datagrams: impl Iterator<Item = &'a mut Vec<u8>>) {
+        #[cfg(target_arch = "x86_64")]
+        if let Cipher::Aes(keys) = self
+            && let Some(fast) = &keys.fast
+        {
+            let mut lanes: [&mut [u8]; crate::aes_cfb::LANES] = Default::default();
+            let mut n = 0;
+            for d in datagrams {
+                lanes[n] = d.as_mut_slice();
+                n += 1;
+                if n == lanes.len() {
+                    fast.encrypt(&mut lanes);
+                    n = 0;
+                }
+            }
+            fast.encrypt(&mut lanes[..n]);
+            return;
+        }
+        for d in datagrams {
+            if !self.encrypt(d) {
+                d.clear();
+            }
+        }
     }
 
     /// Decrypts in place and checks the CRC; the authenticated-by-checksum body on success.

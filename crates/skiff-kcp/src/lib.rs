@@ -27,6 +27,8 @@
 //! `config` (kcptun's names and defaults). AES comes from aws-lc-rs.
 //! kcptun's `cast5` and `3des` are not implemented ([`Crypt::parse`] says so).
 
+#[cfg(target_arch = "x86_64")]
+mod aes_cfb;
 mod arq;
 mod blowfish;
 mod config;

@@ -36,7 +36,6 @@ pub struct KcpStats {
 
 /// Wraps outgoing KCP packets into wire datagrams.
 struct Emitter<'a> {
-    cipher: &'a Cipher,
     nonce: &'a mut NonceSource,
     fec: Option<&'a mut FecEncoder>,
     out: &'a mut VecDeque<Vec<u8>>,
@@ -49,7 +48,8 @@ impl Emitter<'_> {
         let mut buf = self.pool.pop().unwrap_or_default();
         buf.clear();
         fill(&mut buf);
-        if self.out.len() >= OUT_QUEUE_LIMIT || !self.cipher.seal(self.nonce, &mut buf) {
+        // Encrypted later, all of a flush together: see [`KcpSession::flush`].
+        if self.out.len() >= OUT_QUEUE_LIMIT || !Cipher::prepare(self.nonce, &mut buf) {
             self.stats.dropped_out += 1;
             if self.pool.len() < POOL_LIMIT {
                 self.pool.push(buf);
@@ -168,14 +168,17 @@ impl KcpSession {
             ..
         } = self;
         let mut emitter = Emitter {
-            cipher,
             nonce,
             fec: fec_enc.as_mut(),
             out,
             pool,
             stats,
         };
+        let before = emitter.out.len();
         let report = kcp.flush(now_ms, ack_only, &mut |pkt| emitter.emit(pkt));
+        // Sealed as one batch: AES-CFB chains of several datagrams run interleaved.
+        let fresh = before.min(out.len());
+        cipher.encrypt_many(out.range_mut(fresh..));
         self.stats.retransmits += report.retransmits;
         report.next_in
     }
@@ -301,8 +304,15 @@ impl KcpSession {
     /// after clearing it. false when none.
     pub fn poll_datagram(&mut self, out: &mut Vec<u8>) -> bool {
         out.clear();
-        let Some(mut buf) = self.out.pop_front() else {
-            return false;
+        let mut buf = loop {
+            let Some(buf) = self.out.pop_front() else {
+                return false;
+            };
+            if !buf.is_empty() {
+                break buf;
+            }
+            // The cipher refused it (see Cipher::encrypt_many); never expected.
+            self.stats.dropped_out += 1;
         };
         // Hand over the buffer itself and keep the caller's for reuse: no copy.
         std::mem::swap(out, &mut buf);
