@@ -23,6 +23,7 @@ mod trojan_udp;
 mod tunnel;
 mod udp;
 mod udp_links;
+pub mod udp_sessions;
 mod udp_stream;
 
 pub mod instance;

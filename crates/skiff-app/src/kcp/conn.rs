@@ -6,11 +6,11 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
+use std::ops::Deref;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::Duration;
 
-use bytes::Bytes;
 use skiff_kcp::KcpSession;
 use skiff_kcp::smux::{Session, SmuxError};
 use skiff_kcp::snappy_frame::{SnappyDecoder, SnappyEncoder};
@@ -18,6 +18,8 @@ use tokio::net::UdpSocket;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
 use tracing::debug;
+
+use crate::udp_sessions::Queued;
 
 use super::TunnelParams;
 use super::stream::KcpStream;
@@ -357,14 +359,14 @@ pub enum Datagram {
     /// In the driver's buffer, this long.
     InBuf(usize),
     /// Handed over by a demultiplexer.
-    Owned(Bytes),
+    Owned(Queued),
 }
 
 impl Datagram {
     fn bytes<'a>(&'a self, buf: &'a [u8]) -> &'a [u8] {
         match self {
             Datagram::InBuf(n) => buf.get(..*n).unwrap_or_default(),
-            Datagram::Owned(b) => b,
+            Datagram::Owned(b) => b.deref(),
         }
     }
 }
@@ -374,7 +376,7 @@ pub enum Incoming {
     /// Client: its own connected socket.
     Socket(Arc<UdpSocket>),
     /// Server: the demultiplexer's queue for this peer (bounded; full = dropped).
-    Queue(mpsc::Receiver<Bytes>),
+    Queue(mpsc::Receiver<Queued>),
 }
 
 impl Incoming {

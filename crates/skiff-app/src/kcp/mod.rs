@@ -73,4 +73,6 @@ impl TunnelParams {
 }
 
 #[cfg(test)]
+mod flood_tests;
+#[cfg(test)]
 mod tests;

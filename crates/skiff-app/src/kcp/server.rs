@@ -3,30 +3,23 @@
 //! packet) starts a session; each session has a bounded queue (full = datagram dropped, KCP
 //! resends) and its own task, and leaves the table when it dies.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
 use skiff_kcp::smux::Session;
 use skiff_kcp::{KcpSession, peek_conv};
 use tokio::net::UdpSocket;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
 use super::conn::{Conn, Incoming, Wire};
 use super::stream::KcpStream;
 use super::{TunnelParams, tune_socket};
+use crate::udp_sessions::{Limits, SessionTable};
 
-/// Most peers (sessions) served at once; datagrams from further new addresses are dropped.
-pub const MAX_SESSIONS: usize = 4096;
-/// Datagrams queued per session before the demultiplexer drops.
-const QUEUE: usize = 1024;
-
-struct Peer {
-    tx: mpsc::Sender<Bytes>,
-}
+/// Receive buffer: any UDP datagram fits.
+const DATAGRAM: usize = 65_536;
 
 /// Serves kcptun clients on `socket` until `stop` fires; every smux stream a client opens is
 /// handed to `on_stream` with the client's address.
@@ -34,44 +27,45 @@ pub async fn serve(
     socket: Arc<UdpSocket>,
     params: TunnelParams,
     on_stream: Arc<dyn Fn(KcpStream, SocketAddr) + Send + Sync>,
+    stop: watch::Receiver<bool>,
+) {
+    serve_with_limits(socket, params, on_stream, stop, Limits::SERVER).await;
+}
+
+/// [`serve`] with the session table's caps given.
+pub async fn serve_with_limits(
+    socket: Arc<UdpSocket>,
+    params: TunnelParams,
+    on_stream: Arc<dyn Fn(KcpStream, SocketAddr) + Send + Sync>,
     mut stop: watch::Receiver<bool>,
+    limits: Limits,
 ) {
     tune_socket(&socket, &params);
-    let mut peers: HashMap<SocketAddr, Peer> = HashMap::new();
-    let mut buf = BytesMut::new();
+    let mut peers: SessionTable<SocketAddr> = SessionTable::new(limits);
+    let mut buf = vec![0u8; DATAGRAM];
     loop {
-        if buf.capacity() < 2048 {
-            buf.reserve(64 * 1024);
-        }
         let received = tokio::select! {
             _ = stop.changed() => return,
-            r = socket.recv_buf_from(&mut buf) => r,
+            r = socket.recv_from(&mut buf) => r,
         };
-        let (_, from) = match received {
+        let (n, from) = match received {
             Ok(r) => r,
             Err(e) => {
                 debug!(error = %e, "KCP socket receive failed");
-                buf.clear();
                 continue;
             }
         };
-        let datagram = buf.split().freeze();
-        if let Some(peer) = peers.get(&from)
-            && !peer.tx.is_closed()
-        {
-            let _ = peer.tx.try_send(datagram);
+        let datagram = buf.get(..n).unwrap_or_default();
+        if peers.deliver(&from, datagram) {
             continue;
         }
         // A new peer (or one whose session ended): only a readable data packet starts one.
-        let Some(conv) = peek_conv(&params.kcp, &datagram) else {
+        let Some(conv) = peek_conv(&params.kcp, datagram) else {
             continue;
         };
-        if peers.len() >= MAX_SESSIONS {
-            peers.retain(|_, p| !p.tx.is_closed());
-            if peers.len() >= MAX_SESSIONS {
-                warn!(%from, "KCP session cap reached; dropping");
-                continue;
-            }
+        if !peers.admit(from.ip()) {
+            debug!(%from, "KCP session cap reached; dropping");
+            continue;
         }
         let kcp = match KcpSession::new(conv, &params.kcp) {
             Ok(k) => k,
@@ -88,9 +82,7 @@ pub async fn serve(
             from,
             Instant::now(),
         );
-        let (tx, rx) = mpsc::channel(QUEUE);
-        let _ = tx.try_send(datagram);
-        peers.insert(from, Peer { tx });
+        let rx = peers.insert(from, from.ip(), datagram);
         debug!(%from, conv, "new KCP session");
         let f = on_stream.clone();
         let callback: Arc<dyn Fn(KcpStream) + Send + Sync> = Arc::new(move |s| f(s, from));

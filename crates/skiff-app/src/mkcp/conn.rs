@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::Duration;
 
-use bytes::Bytes;
 use skiff_kcp::mkcp::{MkcpSession, PacketFormat};
 use tokio::net::UdpSocket;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
+
+use crate::udp_sessions::Queued;
 
 /// The longest the driver sleeps without looking.
 const MAX_SLEEP: Duration = Duration::from_secs(5);
@@ -44,7 +45,7 @@ pub enum Incoming {
     /// Client: its own socket; packets are opened here.
     Socket(Arc<UdpSocket>, PacketFormat),
     /// Server: the listener's queue of opened packets (bounded; full = dropped).
-    Queue(mpsc::Receiver<Bytes>),
+    Queue(mpsc::Receiver<Queued>),
 }
 
 impl Incoming {
@@ -89,7 +90,7 @@ impl Incoming {
 
 enum Packet {
     InBuf(usize),
-    Opened(Bytes),
+    Opened(Queued),
 }
 
 pub(crate) struct Inner {

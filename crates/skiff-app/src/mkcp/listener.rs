@@ -3,24 +3,19 @@
 //! data near the start of a stream creates a connection; each connection has a bounded queue
 //! (full = dropped, mKCP resends) and its own task, and leaves the table when it ends.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use skiff_kcp::mkcp::{MkcpConfig, MkcpSession, PacketFormat, first_segment};
 use tokio::net::UdpSocket;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
-use tracing::{debug, warn};
+use tracing::debug;
 
 use super::conn::{Conn, Incoming, Wire};
 use super::stream::MkcpStream;
+use crate::udp_sessions::{Limits, SessionTable};
 
-/// Most connections served at once by one listener.
-pub const MAX_CONNECTIONS: usize = 4096;
-/// Opened packets queued per connection before the listener drops.
-const QUEUE: usize = 1024;
 /// Receive buffer (any UDP datagram fits).
 const DATAGRAM: usize = 65_536;
 
@@ -30,13 +25,24 @@ pub async fn serve(
     socket: Arc<UdpSocket>,
     config: MkcpConfig,
     on_conn: Arc<dyn Fn(MkcpStream, SocketAddr) + Send + Sync>,
+    stop: watch::Receiver<bool>,
+) {
+    serve_with_limits(socket, config, on_conn, stop, Limits::SERVER).await;
+}
+
+/// [`serve`] with the connection table's caps given.
+pub async fn serve_with_limits(
+    socket: Arc<UdpSocket>,
+    config: MkcpConfig,
+    on_conn: Arc<dyn Fn(MkcpStream, SocketAddr) + Send + Sync>,
     mut stop: watch::Receiver<bool>,
+    limits: Limits,
 ) {
     super::tune_socket(&socket);
     let format = PacketFormat::new(config.header, config.seed.as_deref());
     let window = config.receiving_window();
     let epoch = Instant::now();
-    let mut peers: HashMap<(SocketAddr, u16), mpsc::Sender<Bytes>> = HashMap::new();
+    let mut peers: SessionTable<(SocketAddr, u16)> = SessionTable::new(limits);
     let mut buf = vec![0u8; DATAGRAM];
     loop {
         let received = tokio::select! {
@@ -59,21 +65,15 @@ pub async fn serve(
         let Some((conv, starts)) = first_segment(plain, window) else {
             continue;
         };
-        if let Some(tx) = peers.get(&(from, conv))
-            && !tx.is_closed()
-        {
-            let _ = tx.try_send(Bytes::copy_from_slice(plain));
+        if peers.deliver(&(from, conv), plain) {
             continue;
         }
         if !starts {
             continue;
         }
-        if peers.len() >= MAX_CONNECTIONS / 2 {
-            peers.retain(|_, tx| !tx.is_closed());
-            if peers.len() >= MAX_CONNECTIONS {
-                warn!(%from, "mKCP connection cap reached; dropping");
-                continue;
-            }
+        if !peers.admit(from.ip()) {
+            debug!(%from, "mKCP connection cap reached; dropping");
+            continue;
         }
         let mut random = [0u8; 2];
         skiff_crypto::shadowsocks::fill_random(&mut random);
@@ -85,9 +85,7 @@ pub async fn serve(
             now,
         );
         let conn = Conn::new(session, Wire::To(socket.clone(), from), from, epoch);
-        let (tx, rx) = mpsc::channel(QUEUE);
-        let _ = tx.try_send(Bytes::copy_from_slice(plain));
-        peers.insert((from, conv), tx);
+        let rx = peers.insert((from, conv), from.ip(), plain);
         debug!(%from, conv, "new mKCP connection");
         tokio::spawn(conn.clone().drive(Incoming::Queue(rx), stop.clone()));
         on_conn(MkcpStream::new(conn), from);
