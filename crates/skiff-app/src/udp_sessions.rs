@@ -33,13 +33,22 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// A server's defaults. With kcptun's windows a session holds at most a few MiB of KCP
-    /// buffers; the queues add at most 16 MiB in total however many sources send.
-    pub const SERVER: Limits = Limits {
+    /// The kcptun server's: a kcptun client multiplexes all its streams over `--conn`
+    /// sessions (default 1), so 64 per address leaves room for a NAT full of clients. Each
+    /// session's own buffers are bounded by its windows and smux buffer; the queues add at
+    /// most 16 MiB in total however many sources send.
+    pub const KCPTUN_SERVER: Limits = Limits {
         sessions: 4096,
-        per_source: 512,
+        per_source: 64,
         queue: 1024,
         queued_bytes: 16 << 20,
+    };
+
+    /// The mKCP listener's: V2Ray opens one mKCP connection (one conv) per proxied
+    /// connection, so a browser behind one address needs hundreds.
+    pub const MKCP_SERVER: Limits = Limits {
+        per_source: 512,
+        ..Limits::KCPTUN_SERVER
     };
 }
 

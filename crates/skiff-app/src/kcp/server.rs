@@ -29,7 +29,7 @@ pub async fn serve(
     on_stream: Arc<dyn Fn(KcpStream, SocketAddr) + Send + Sync>,
     stop: watch::Receiver<bool>,
 ) {
-    serve_with_limits(socket, params, on_stream, stop, Limits::SERVER).await;
+    serve_with_limits(socket, params, on_stream, stop, Limits::KCPTUN_SERVER).await;
 }
 
 /// [`serve`] with the session table's caps given.

@@ -27,7 +27,7 @@ pub async fn serve(
     on_conn: Arc<dyn Fn(MkcpStream, SocketAddr) + Send + Sync>,
     stop: watch::Receiver<bool>,
 ) {
-    serve_with_limits(socket, config, on_conn, stop, Limits::SERVER).await;
+    serve_with_limits(socket, config, on_conn, stop, Limits::MKCP_SERVER).await;
 }
 
 /// [`serve`] with the connection table's caps given.
