@@ -39,8 +39,9 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
     }
     let mut selected = combos::select(args.filter.as_deref());
     if args.filter.is_none() && args.link.is_none() {
-        // KCP rows are about lossy links; on loopback they would only slow the default run.
-        selected.retain(|c| !matches!(c.kind, combos::Kind::Kcp { .. }));
+        // KCP and mKCP rows are about lossy links; on loopback they would only slow the
+        // default run.
+        selected.retain(|c| !c.kind.udp());
     }
     if args.list {
         print_list(&skiff, &peers, &selected);
