@@ -37,14 +37,20 @@ fn socket_cc(ns: &str) -> String {
     .unwrap()
 }
 
+fn host(file: &str) -> String {
+    std::fs::read_to_string(format!("/proc/sys/net/ipv4/{file}")).unwrap()
+}
+
 #[test]
 fn cc_sets_both_namespaces_and_their_sockets() {
     if let Err(why) = link::check_support() {
         println!("skipped: {why}");
         return;
     }
-    let host_cc = || std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").unwrap();
-    let host_before = host_cc();
+    let host_before = (
+        host("tcp_congestion_control"),
+        host("tcp_allowed_congestion_control"),
+    );
     let default = up("delay=0ms,loss=0%").expect("link up");
     let system = default.cc().to_string();
     assert!(!system.is_empty());
@@ -53,17 +59,23 @@ fn cc_sets_both_namespaces_and_their_sockets() {
         format!("delay=0s,loss=0%,cc={system} (default)")
     );
     drop(default);
-    // reno is built into every kernel with TCP; pick it, or cubic if reno is the default.
-    let wanted = if system == "reno" { "cubic" } else { "reno" };
-    let link = up(&format!("delay=0ms,loss=0%,cc={wanted}")).expect("link up");
-    assert_eq!(link.cc(), wanted);
-    assert_eq!(link.describe(), format!("delay=0s,loss=0%,cc={wanted}"));
-    for ns in [link.ns_b(), link.ns_c()] {
-        assert_eq!(link::cc::current_in(ns).unwrap(), wanted);
-        assert_eq!(socket_cc(ns), wanted);
+    // Every algorithm the kernel offers, whether or not the host allows it to unprivileged
+    // sockets (a namespace may only default to an allowed one: set_in allows it for a moment).
+    for wanted in link::cc::available().unwrap() {
+        let link = up(&format!("delay=0ms,loss=0%,cc={wanted}")).expect("link up");
+        assert_eq!(link.cc(), wanted);
+        assert_eq!(link.describe(), format!("delay=0s,loss=0%,cc={wanted}"));
+        for ns in [link.ns_b(), link.ns_c()] {
+            assert_eq!(link::cc::current_in(ns).unwrap(), wanted);
+            assert_eq!(socket_cc(ns), wanted, "{ns}");
+        }
+        // The host's own settings are left as they were.
+        let host_now = (
+            host("tcp_congestion_control"),
+            host("tcp_allowed_congestion_control"),
+        );
+        assert_eq!(host_now, host_before);
     }
-    // The host's own default is left alone.
-    assert_eq!(host_cc(), host_before);
 }
 
 #[test]

@@ -3,6 +3,12 @@
 //! namespace of the thread that opens it, so a thread that entered a namespace reads and sets
 //! that namespace's default there. The algorithms on offer are the kernel's, the same in
 //! every namespace.
+//!
+//! A namespace other than the host's may only default to an algorithm the host allows
+//! (`net.ipv4.tcp_allowed_congestion_control`, a host-wide list; anything else is EPERM). The
+//! kernel checks that only when the default is set, so [`set_in`] widens the host's list for
+//! that moment when it must, and puts it back at once: sockets made later in the namespaces
+//! still get the algorithm, and the host keeps its own settings.
 
 use std::io;
 use std::path::Path;
@@ -12,6 +18,8 @@ use super::netns;
 
 const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
 const DEFAULT: &str = "/proc/sys/net/ipv4/tcp_congestion_control";
+/// Host-wide; visible only from the host's namespace (the calling thread's, here).
+const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
 
 /// The congestion controls the kernel offers now (loaded modules and built-ins).
 pub fn available() -> io::Result<Vec<String>> {
@@ -77,18 +85,48 @@ fn read_default() -> io::Result<String> {
         .map_err(|e| io::Error::new(e.kind(), format!("{DEFAULT}: {e}")))
 }
 
-/// Makes `name` the default congestion control of namespace `ns` (sockets made there from
-/// now on use it) and checks that it took.
-pub fn set_in(ns: &str, name: &str) -> io::Result<()> {
-    let now = netns::run_in(ns, || {
-        std::fs::write(DEFAULT, name)
-            .map_err(|e| io::Error::new(e.kind(), format!("writing `{name}` to {DEFAULT}: {e}")))?;
-        read_default()
-    })??;
-    if now != name {
-        return Err(io::Error::other(format!(
-            "set TCP congestion control `{name}` in {ns}, but it reads back `{now}`"
-        )));
+/// Makes `name` the default congestion control of each namespace in `namespaces` (sockets
+/// made there from now on use it) and checks that it took. Call it from a thread in the host's
+/// namespace: if the host does not allow `name`, it is allowed for the moment of setting.
+pub fn set_in(namespaces: &[&str], name: &str) -> io::Result<()> {
+    let allowed = std::fs::read_to_string(ALLOWED)
+        .map_err(|e| io::Error::new(e.kind(), format!("{ALLOWED}: {e}")))?;
+    let allowed = parse_list(&allowed);
+    if allowed.iter().any(|n| n == name) {
+        return set_each(namespaces, name);
+    }
+    let widened = format!("{} {name}", allowed.join(" "));
+    std::fs::write(ALLOWED, widened.trim_start())
+        .map_err(|e| io::Error::new(e.kind(), format!("adding `{name}` to {ALLOWED}: {e}")))?;
+    let set = set_each(namespaces, name);
+    let restored = std::fs::write(ALLOWED, allowed.join(" ")).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "could not restore {ALLOWED} to `{}` (it now also allows `{name}`): {e}",
+                allowed.join(" ")
+            ),
+        )
+    });
+    set.and(restored)
+}
+
+fn set_each(namespaces: &[&str], name: &str) -> io::Result<()> {
+    for ns in namespaces {
+        let now = netns::run_in(ns, || {
+            std::fs::write(DEFAULT, name).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("writing `{name}` to {DEFAULT} in {ns}: {e}"),
+                )
+            })?;
+            read_default()
+        })??;
+        if now != name {
+            return Err(io::Error::other(format!(
+                "set TCP congestion control `{name}` in {ns}, but it reads back `{now}`"
+            )));
+        }
     }
     Ok(())
 }

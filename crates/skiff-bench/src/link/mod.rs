@@ -90,8 +90,7 @@ impl Link {
         // Each guard below cleans up after itself if a later step fails.
         let namespaces = Namespaces::create()?;
         if let Some(name) = &spec.cc {
-            cc::set_in(namespaces.b(), name)?;
-            cc::set_in(namespaces.c(), name)?;
+            cc::set_in(&[namespaces.b(), namespaces.c()], name)?;
         }
         let cc = cc::current_in(namespaces.b())?;
         let tun_b = Arc::new(tun::open_in(namespaces.b(), TUN_NAME)?);
