@@ -40,7 +40,9 @@ pub struct BenchArgs {
     #[arg(long, default_value = "b", value_name = "SIDE")]
     pub cap: String,
     /// Put B and C in two network namespaces joined by an emulated link, e.g.
-    /// delay=100ms,loss=9%[,rate=100mbit][,queue=N] (root).
+    /// delay=100ms,loss=9%[,rate=100mbit][,queue=N][,mtu=N][,cc=NAME] (root). cc= sets the
+    /// TCP congestion control in both namespaces (cubic, bbr, or any name in
+    /// /proc/sys/net/ipv4/tcp_available_congestion_control); default: the system's.
     #[arg(long, value_name = "SPEC")]
     pub link: Option<String>,
     /// Also open N idle connections per row and report KiB per connection on B and C.

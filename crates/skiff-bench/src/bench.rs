@@ -39,8 +39,9 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
     }
     let mut selected = combos::select(args.filter.as_deref());
     if args.filter.is_none() && args.link.is_none() {
-        // KCP rows are about lossy links; on loopback they would only slow the default run.
-        selected.retain(|c| !matches!(c.kind, combos::Kind::Kcp { .. }));
+        // KCP and mKCP rows are about lossy links; on loopback they would only slow the
+        // default run.
+        selected.retain(|c| !c.kind.udp());
     }
     if args.list {
         print_list(&skiff, &peers, &selected);
@@ -85,6 +86,7 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
     let place = link
         .as_ref()
         .map_or_else(Place::loopback, crate::netlab::place);
+    let link_text = link.as_ref().map(crate::link::Link::describe);
     let workdir = WorkDir::new().map_err(|e| format!("cannot create a scratch directory: {e}"))?;
 
     // The matrix: the raw row, then every combination with Skiff and each peer that speaks it.
@@ -164,7 +166,7 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
             repeats: args.repeats,
             direction: mode.name().into(),
             payload: args.payload.clone(),
-            link: args.link.clone(),
+            link: link_text,
             cpu_limit: args
                 .cpu_limit
                 .as_ref()

@@ -216,6 +216,25 @@ fn proxy_stream(tls: bool, ws: bool, role: Role, flavor: Flavor, hops: &Hops) ->
     Some(stream)
 }
 
+/// streamSettings of the mKCP hop: v2ray 4.34's default kcpSettings, written out so that a
+/// change of default on either side cannot make the two ends differ. `readBufferSize` and
+/// `writeBufferSize` are in MB.
+fn mkcp_stream() -> Value {
+    json!({
+        "network": "kcp",
+        "kcpSettings": {
+            "mtu": 1350,
+            "tti": 50,
+            "uplinkCapacity": 5,
+            "downlinkCapacity": 20,
+            "congestion": false,
+            "readBufferSize": 2,
+            "writeBufferSize": 2,
+            "header": { "type": "none" }
+        }
+    })
+}
+
 /// B: dokodemo-door on `listen` to `d`, carried by VLESS to C at `c`.
 fn xray_vless_client(
     listen: SocketAddr,
@@ -549,6 +568,8 @@ impl Implementation {
                 matches!(self.flavor, Flavor::Skiff | Flavor::Xray | Flavor::V2ray)
             }
             Kind::Kcp { .. } => matches!(self.flavor, Flavor::Skiff | Flavor::Kcptun),
+            // v2ray 4.34 is the mKCP peer Skiff is interop-tested with (tests/interop_mkcp.rs).
+            Kind::Mkcp => matches!(self.flavor, Flavor::Skiff | Flavor::V2ray),
             // v2ray 4.34 has no flows; sing-box speaks Vision in its own config format.
             Kind::VlessVision => matches!(self.flavor, Flavor::Skiff | Flavor::Xray),
             Kind::Trojan { ws: false } => matches!(
@@ -599,6 +620,12 @@ impl Implementation {
             }
             (Kind::Kcp { mode }, Flavor::Skiff) => skiff_kcptun(role, hops, mode),
             (Kind::Kcp { mode }, Flavor::Kcptun) => kcptun(role, hops, mode),
+            (Kind::Mkcp, Flavor::Skiff | Flavor::V2ray) => match role {
+                Role::Client => {
+                    xray_vless_client(hops.b_listen, hops.d, hops.c_listen, mkcp_stream(), "")
+                }
+                Role::Server => xray_vless_server(hops.c_listen, mkcp_stream(), ""),
+            },
             (Kind::VlessVision, Flavor::Skiff | Flavor::Xray) => {
                 let stream = proxy_stream(true, false, role, self.flavor, hops)?;
                 let flow = "xtls-rprx-vision";
@@ -884,6 +911,45 @@ mod tests {
         assert_eq!(server["inbounds"][0]["protocol"], "vmess");
         assert_eq!(server["inbounds"][0]["streamSettings"]["network"], "ws");
         assert_eq!(server["inbounds"][0]["streamSettings"]["security"], "tls");
+    }
+
+    #[test]
+    fn mkcp_runs_vless_over_kcp_at_v2rays_defaults_on_skiff_and_v2ray() {
+        let mkcp = ALL.iter().find(|c| c.kind == Kind::Mkcp).unwrap();
+        let peer = |name, flavor| Implementation {
+            name,
+            flavor,
+            client: "x".into(),
+            server: "x".into(),
+            version: String::new(),
+        };
+        let v2 = peer("v2ray", Flavor::V2ray);
+        assert!(skiff(PathBuf::from("/bin/true")).supports(mkcp) && v2.supports(mkcp));
+        assert!(!peer("kcptun", Flavor::Kcptun).supports(mkcp));
+        assert!(!peer("xray", Flavor::Xray).supports(mkcp));
+        let client: Value =
+            serde_json::from_str(&v2.config(mkcp, Role::Client, &hops()).unwrap()).unwrap();
+        let out = &client["outbounds"][0];
+        assert_eq!(out["protocol"], "vless");
+        assert_eq!(out["settings"]["vnext"][0]["port"], 1002);
+        assert_eq!(client["inbounds"][0]["settings"]["port"], 1003);
+        let kcp = &out["streamSettings"]["kcpSettings"];
+        assert_eq!(out["streamSettings"]["network"], "kcp");
+        assert_eq!(
+            (&kcp["uplinkCapacity"], &kcp["downlinkCapacity"]),
+            (&json!(5), &json!(20))
+        );
+        assert_eq!(kcp["congestion"], false);
+        assert_eq!(kcp["header"]["type"], "none");
+        assert!(kcp.get("seed").is_none());
+        let server: Value =
+            serde_json::from_str(&v2.config(mkcp, Role::Server, &hops()).unwrap()).unwrap();
+        assert_eq!(server["inbounds"][0]["protocol"], "vless");
+        assert_eq!(server["inbounds"][0]["port"], 1002);
+        assert_eq!(
+            server["inbounds"][0]["streamSettings"],
+            out["streamSettings"]
+        );
     }
 
     #[test]

@@ -43,7 +43,8 @@ pub struct RunOptions {
     pub direction: String,
     /// "raw" or "tls".
     pub payload: String,
-    /// The emulated link, e.g. "delay=100ms,loss=9%", if any.
+    /// The emulated link with the TCP congestion control its namespaces use, e.g.
+    /// "delay=100ms,loss=9%,cc=cubic", or ",cc=bbr (default)" when not chosen; if any.
     pub link: Option<String>,
     /// e.g. "15% on b", if any.
     pub cpu_limit: Option<String>,

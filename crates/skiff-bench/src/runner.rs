@@ -307,9 +307,9 @@ pub fn start_chain(
                 caps.push(cap);
             }
         }
-        if role == Role::Server && matches!(combo.kind, Kind::Kcp { .. }) {
-            // A UDP server: nothing to connect to. KCP resends B's first packets if C is a
-            // moment late, so a short pause and a liveness check are enough.
+        if role == Role::Server && combo.kind.udp() {
+            // A UDP server: nothing to connect to. KCP and mKCP resend B's first packets if C
+            // is a moment late, so a short pause and a liveness check are enough.
             std::thread::sleep(Duration::from_millis(300));
             if !proc.alive() {
                 return Err(io::Error::other(format!("{} exited at start", imp.name)));

@@ -1,6 +1,7 @@
 //! The lossy link of the bench's lossy-link rows: B's and C's network namespaces joined by two
 //! TUN devices and a user-space forwarder that adds delay, random loss, a rate limit and a
 //! tail-drop queue in each direction. It replaces netem, which this machine's kernel lacks.
+//! `cc=` also sets the TCP congestion control both namespaces default to (see [`cc`]).
 //!
 //! ```text
 //!  namespace b                                         namespace c
@@ -10,6 +11,7 @@
 //! Only those two addresses, inside namespaces we create, are ever used; both namespaces and
 //! both devices go away when the [`Link`] is dropped (see [`netns`] for the crash cases).
 
+pub mod cc;
 mod emulator;
 pub mod measure;
 pub mod netns;
@@ -54,6 +56,9 @@ pub struct Link {
     _tun_c: Arc<OwnedFd>,
     namespaces: Namespaces,
     spec: LinkSpec,
+    /// The TCP congestion control both namespaces default to: `spec.cc`, or the kernel's
+    /// default for a new namespace.
+    cc: String,
 }
 
 /// Errors unless this process can build a link: root and /dev/net/tun. Tests call it to skip.
@@ -78,8 +83,17 @@ impl Link {
     /// Creates both namespaces and TUN devices and starts forwarding with `spec`.
     pub fn up(spec: &LinkSpec) -> io::Result<Link> {
         check_support()?;
+        // Before anything is made: an unknown name fails without a trace.
+        if let Some(name) = &spec.cc {
+            cc::ensure_available(name)?;
+        }
         // Each guard below cleans up after itself if a later step fails.
         let namespaces = Namespaces::create()?;
+        if let Some(name) = &spec.cc {
+            cc::set_in(&[namespaces.b(), namespaces.c()], name)?;
+        }
+        // Only for the reports: a link whose default cannot be read still works.
+        let cc = cc::current_in(namespaces.b()).unwrap_or_else(|_| "unknown".into());
         let tun_b = Arc::new(tun::open_in(namespaces.b(), TUN_NAME)?);
         tun::configure(namespaces.b(), TUN_NAME, ADDR_B, PREFIX_LEN, spec.mtu)?;
         let tun_c = Arc::new(tun::open_in(namespaces.c(), TUN_NAME)?);
@@ -91,6 +105,7 @@ impl Link {
             _tun_c: tun_c,
             namespaces,
             spec: spec.clone(),
+            cc,
         })
     }
 
@@ -116,6 +131,20 @@ impl Link {
 
     pub fn spec(&self) -> &LinkSpec {
         &self.spec
+    }
+
+    /// The TCP congestion control sockets in either namespace default to.
+    pub fn cc(&self) -> &str {
+        &self.cc
+    }
+
+    /// The link as reports show it: the canonical spec, naming the congestion control even
+    /// when `cc=` was not given, e.g. `delay=100ms,loss=9%,cc=bbr (default)`.
+    pub fn describe(&self) -> String {
+        match &self.spec.cc {
+            Some(_) => self.spec.to_string(),
+            None => format!("{},cc={} (default)", self.spec, self.cc),
+        }
     }
 
     /// Packets and bytes of each direction since the link came up.

@@ -1,5 +1,5 @@
 //! What an emulated link does to each direction, written as the CLI text
-//! `delay=100ms,loss=9%[,rate=100mbit][,queue=N][,mtu=N]`.
+//! `delay=100ms,loss=9%[,rate=100mbit][,queue=N][,mtu=N][,cc=NAME]`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -22,6 +22,8 @@ const MAX_QUEUE: u64 = 100_000;
 const MIN_MTU: u32 = 576;
 /// Largest MTU accepted: the biggest IPv4 datagram (and the TUN driver's maximum).
 const MAX_MTU: u32 = 65535;
+/// Longest congestion control name the kernel takes (TCP_CA_NAME_MAX, 16 with the NUL).
+const MAX_CC_NAME: usize = 15;
 
 /// One link's behaviour; each direction gets the same values independently (like netem on both
 /// ends), so a round trip sees twice the delay and 1-(1-loss)^2 loss.
@@ -40,6 +42,9 @@ pub struct LinkSpec {
     pub queue_packets: usize,
     /// MTU of both TUN devices (see [`DEFAULT_MTU`]).
     pub mtu: u32,
+    /// TCP congestion control made the default (`net.ipv4.tcp_congestion_control`) in both
+    /// namespaces, e.g. "cubic" or "bbr"; `None` = leave the system default.
+    pub cc: Option<String>,
 }
 
 impl Default for LinkSpec {
@@ -50,6 +55,7 @@ impl Default for LinkSpec {
             rate_bps: None,
             queue_packets: DEFAULT_QUEUE_PACKETS,
             mtu: DEFAULT_MTU,
+            cc: None,
         }
     }
 }
@@ -76,7 +82,9 @@ impl FromStr for LinkSpec {
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let text = text.trim();
         if text.is_empty() {
-            return err("empty; expected e.g. delay=100ms,loss=9%[,rate=100mbit][,queue=1000]");
+            return err(
+                "empty; expected e.g. delay=100ms,loss=9%[,rate=100mbit][,queue=1000][,cc=bbr]",
+            );
         }
         let mut spec = LinkSpec::default();
         let mut seen: Vec<&str> = Vec::new();
@@ -98,9 +106,10 @@ impl FromStr for LinkSpec {
                 // the default MTU is already 6.5 GB per direction.
                 "queue" => spec.queue_packets = parse_count(key, value, 1, MAX_QUEUE)? as usize,
                 "mtu" => spec.mtu = parse_count(key, value, MIN_MTU as u64, MAX_MTU as u64)? as u32,
+                "cc" => spec.cc = Some(parse_cc(value)?),
                 _ => {
                     return err(format!(
-                        "unknown key `{key}`; known: delay, loss, rate, queue, mtu"
+                        "unknown key `{key}`; known: delay, loss, rate, queue, mtu, cc"
                     ));
                 }
             }
@@ -209,6 +218,19 @@ fn parse_count(key: &str, value: &str, min: u64, max: u64) -> Result<u64, ParseL
     }
 }
 
+/// A congestion control name as the kernel spells them (`cubic`, `bbr`, `reno`, `htcp`…):
+/// whether this kernel offers it is checked when the link comes up.
+fn parse_cc(value: &str) -> Result<String, ParseLinkSpecError> {
+    let valid = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+    if value.is_empty() || value.len() > MAX_CC_NAME || !value.chars().all(valid) {
+        return err(format!(
+            "cc `{value}` is not a congestion control name (1..={MAX_CC_NAME} of a-z, 0-9, _; \
+             e.g. cubic, bbr; see /proc/sys/net/ipv4/tcp_available_congestion_control)"
+        ));
+    }
+    Ok(value.to_string())
+}
+
 /// Writes a fraction with at most six decimals and no trailing zeros, so `0.09 * 100` prints as
 /// `9`, not `9.000000000000002`.
 fn short_decimal(x: f64) -> String {
@@ -252,6 +274,9 @@ impl fmt::Display for LinkSpec {
         if self.mtu != DEFAULT_MTU {
             write!(f, ",mtu={}", self.mtu)?;
         }
+        if let Some(cc) = &self.cc {
+            write!(f, ",cc={cc}")?;
+        }
         Ok(())
     }
 }
@@ -276,6 +301,13 @@ mod tests {
         assert_eq!(s.rate_bps, None);
         assert_eq!(s.queue_packets, DEFAULT_QUEUE_PACKETS);
         assert_eq!(s.mtu, DEFAULT_MTU);
+        assert_eq!(s.cc, None);
+
+        let s = parse("delay=100ms,loss=9%,cc=cubic");
+        assert_eq!(s.cc.as_deref(), Some("cubic"));
+        assert_eq!(s.delay, Duration::from_millis(100));
+        assert_eq!(parse("cc=bbr, delay=100ms").cc.as_deref(), Some("bbr"));
+        assert_eq!(parse("cc = htcp").cc.as_deref(), Some("htcp"));
 
         let s = parse("delay=1s, loss=0.25 ,rate=100mbit,queue=50,mtu=1500");
         assert_eq!(s.delay, Duration::from_secs(1));
@@ -317,6 +349,13 @@ mod tests {
         assert!(error("jitter=5ms").contains("unknown key `jitter`"));
         assert!(error("delay=5ms,delay=6ms").contains("twice"));
         assert!(error("delay").contains("key=value"));
+        assert!(error("cc=").contains("not a congestion control name"));
+        assert!(error("cc=BBR").contains("a-z"));
+        assert!(error("cc=../bbr").contains("not a congestion control name"));
+        assert!(error("cc=bbr cubic").contains("not a congestion control name"));
+        assert!(error("cc=abcdefghijklmnop").contains("1..=15"));
+        assert!(error("cc=bbr,cc=cubic").contains("twice"));
+        assert!(error("congestion=bbr").contains("known: delay, loss, rate, queue, mtu, cc"));
     }
 
     #[test]
@@ -328,6 +367,8 @@ mod tests {
             "delay=1500us,loss=100%,rate=12345bps,mtu=1500",
             "delay=1.5us,loss=12.345%,rate=3kbit",
             "delay=10ms,loss=0%,rate=10gbit",
+            "delay=100ms,loss=9%,cc=cubic",
+            "delay=100ms,loss=9%,rate=100mbit,mtu=9000,cc=bbr",
         ] {
             let spec = parse(text);
             let shown = spec.to_string();
@@ -338,6 +379,10 @@ mod tests {
             "delay=100ms,loss=9%"
         );
         assert_eq!(parse("delay=0ms").to_string(), "delay=0s,loss=0%");
+        assert_eq!(
+            parse("cc=bbr,loss=9%,delay=100ms").to_string(),
+            "delay=100ms,loss=9%,cc=bbr"
+        );
     }
 }
 
