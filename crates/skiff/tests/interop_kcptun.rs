@@ -333,10 +333,12 @@ fn skiff_kcptun_server_aes128_nofec_v1_nocomp_4_streams() {
 }
 
 /// Skiff's kcptun outbound to Skiff's kcptun inbound in one process (no kcptun binaries):
-/// the bulk exchange, and a true half-close, which Skiff keeps (kcptun closes both directions
-/// when one ends): a target that answers only after the client's EOF is still heard.
+/// the bulk exchange, and smux's end of a stream: a FIN closes both directions, as in kcptun
+/// (smux has no other signal, and without it a server would go on pushing a download its
+/// client hung up on). A target that answers only after the client's EOF is not heard, and
+/// the client's connection ends instead of hanging.
 #[test]
-fn skiff_to_skiff_bulk_and_half_close() {
+fn skiff_to_skiff_bulk_and_fin_closes_both_ways() {
     let dir = TempDir::new("kcptun-self");
     let (up, down) = (payload(5, BULK), payload(6, BULK));
     let (target_port, target_rx) = target(down.clone(), 1);
@@ -386,6 +388,9 @@ fn skiff_to_skiff_bulk_and_half_close() {
     conn.shutdown(std::net::Shutdown::Write).unwrap();
     let mut reply = String::new();
     conn.read_to_string(&mut reply).unwrap();
-    assert_eq!(reply, "read 100000");
+    assert_eq!(
+        reply, "",
+        "the answer after EOF must not cross a closed smux stream"
+    );
     common::assert_healthy(&mut skiff, &skiff_log);
 }

@@ -6,7 +6,8 @@
 //!
 //! * [`conn`]: one KCP session + its smux session behind a mutex, driven by one task with one
 //!   timer (sleep until the next KCP update or smux keepalive; no busy polling, no thread).
-//! * [`stream`]: a smux stream as AsyncRead/AsyncWrite with backpressure and half-close.
+//! * [`stream`]: a smux stream as AsyncRead/AsyncWrite with backpressure; a FIN either way
+//!   ends both directions, as smux does.
 //! * [`client`]: sessions to a kcptun server, one connected UDP socket and random conv each.
 //! * [`server`]: one UDP socket, peers demultiplexed by source address.
 //!

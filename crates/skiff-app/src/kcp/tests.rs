@@ -1,5 +1,5 @@
 //! Client and server drivers against each other on loopback: bytes arrive intact both ways,
-//! half-close reaches the other side, for each smux version with and without snappy.
+//! FIN reaches the other side, for each smux version with and without snappy.
 
 use std::sync::Arc;
 
@@ -52,17 +52,20 @@ async fn echo_round_trip(version: u8, compress: bool, size: usize) {
     let sent = data.clone();
     let writer = tokio::spawn(async move {
         w.write_all(&sent).await.unwrap();
-        w.shutdown().await.unwrap();
         w
     });
-    let mut back = Vec::new();
-    tokio::time::timeout(std::time::Duration::from_secs(60), r.read_to_end(&mut back))
+    let mut back = vec![0u8; data.len()];
+    tokio::time::timeout(std::time::Duration::from_secs(60), r.read_exact(&mut back))
         .await
         .expect("echo within 60 s")
         .unwrap();
-    assert_eq!(back.len(), data.len());
     assert!(back == data);
-    drop(writer.await.unwrap());
+    // smux has no half-close, so FIN only after the echo; the server's FIN follows.
+    let mut w = writer.await.unwrap();
+    w.shutdown().await.unwrap();
+    let mut rest = Vec::new();
+    r.read_to_end(&mut rest).await.unwrap();
+    assert!(rest.is_empty());
     let _ = stop_tx.send(true);
 }
 
@@ -112,13 +115,15 @@ async fn many_peers_and_streams_at_once() {
                 let sent = data.clone();
                 let writer = tokio::spawn(async move {
                     w.write_all(&sent).await.unwrap();
-                    w.shutdown().await.unwrap();
                     w
                 });
-                let mut back = Vec::new();
-                r.read_to_end(&mut back).await.unwrap();
+                let mut back = vec![0u8; data.len()];
+                r.read_exact(&mut back).await.unwrap();
                 assert!(back == data, "stream {c}/{s} differs");
-                drop(writer.await.unwrap());
+                writer.await.unwrap().shutdown().await.unwrap();
+                let mut rest = Vec::new();
+                r.read_to_end(&mut rest).await.unwrap();
+                assert!(rest.is_empty());
             }));
         }
     }
@@ -170,5 +175,54 @@ async fn garbage_starts_nothing() {
     w.write_all(b"hello").await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert_eq!(streams.load(std::sync::atomic::Ordering::SeqCst), 0);
+    let _ = stop_tx.send(true);
+}
+
+/// A client that hangs up in the middle of a download stops the server's writer: smux has no
+/// half-close, so the server does not go on pushing the rest into a stream nobody reads.
+#[tokio::test]
+async fn hang_up_stops_the_servers_writer() {
+    let socket = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    let addr = socket.local_addr().unwrap();
+    let (stop_tx, stop) = watch::channel(false);
+    let (done_tx, done) = tokio::sync::oneshot::channel::<usize>();
+    let done_tx = std::sync::Mutex::new(Some(done_tx));
+    let on_stream = Arc::new(move |mut stream: super::stream::KcpStream, _| {
+        let Some(done_tx) = done_tx.lock().unwrap().take() else {
+            return;
+        };
+        tokio::spawn(async move {
+            let chunk = vec![0x33u8; 64 * 1024];
+            let mut written = 0;
+            // Bounded: 1 GiB would take far longer than the test allows.
+            while written < 1 << 30 {
+                match stream.write(&chunk).await {
+                    Ok(n) => written += n,
+                    Err(_) => break,
+                }
+            }
+            let _ = done_tx.send(written);
+        });
+    });
+    tokio::spawn(server::serve(
+        socket,
+        params(false, 1, false),
+        on_stream,
+        stop,
+    ));
+    let client = KcpClient::new(params(true, 1, false), Address::Ip(addr), 1);
+    let mut stream = client.open().await.unwrap();
+    stream.write_all(b"GET").await.unwrap();
+    let mut got = vec![0u8; 1 << 20];
+    stream.read_exact(&mut got).await.unwrap();
+    drop(stream);
+    let written = tokio::time::timeout(std::time::Duration::from_secs(10), done)
+        .await
+        .expect("the server's writer fails within 10 s of the hang-up")
+        .unwrap();
+    assert!(
+        written < 256 << 20,
+        "server wrote {written} bytes after a 1 MiB read"
+    );
     let _ = stop_tx.send(true);
 }

@@ -305,7 +305,10 @@ impl Session {
         let Some(s) = self.streams.get_mut(&sid) else {
             return StreamWrite::Closed;
         };
-        if s.fin_sent {
+        // smux has no half-close: a peer's FIN ends our writing too ("passive closing" in
+        // xtaci/smux, which kcptun 20210922 uses), so a client that hung up stops the server
+        // from pushing the rest of a download into a stream nobody reads.
+        if s.fin_sent || s.fin_received {
             return StreamWrite::Closed;
         }
         if data.is_empty() {
@@ -339,7 +342,8 @@ impl Session {
         StreamWrite::Written(taken)
     }
 
-    /// Half-close: queues FIN (once). Reading goes on until the peer's FIN.
+    /// Queues FIN (once): we send no more. Reading goes on until the peer's FIN, but the peer
+    /// (smux) stops writing when it sees ours, so only data already on the way arrives.
     pub fn shutdown(&mut self, sid: u32) {
         let send = match self.streams.get_mut(&sid) {
             Some(s) if !s.fin_sent => {
@@ -377,7 +381,7 @@ impl Session {
             return self.error.is_some();
         }
         match self.streams.get(&sid) {
-            Some(s) if self.config.version >= 2 && !s.fin_sent => {
+            Some(s) if self.config.version >= 2 && !s.fin_sent && !s.fin_received => {
                 let inflight = s.num_written.wrapping_sub(s.peer_consumed) as i32;
                 (s.peer_window as i32).wrapping_sub(inflight) > 0
             }
@@ -508,7 +512,7 @@ mod tests {
     }
 
     #[test]
-    fn fin_half_close_and_eof_after_data() {
+    fn fin_ends_both_directions_after_the_data() {
         let (mut c, mut s) = pair(1);
         let sid = c.open().unwrap();
         c.write(sid, b"abc");
@@ -520,12 +524,12 @@ mod tests {
         assert_eq!(s.read(sid, &mut buf), StreamRead::Data(2));
         assert_eq!(s.read(sid, &mut buf), StreamRead::Data(1));
         assert_eq!(s.read(sid, &mut buf), StreamRead::Eof);
-        // The other direction still works.
-        assert_eq!(s.write(sid, b"back"), StreamWrite::Written(4));
+        // No half-close, as in smux: the FIN ended the other direction too.
+        assert_eq!(s.write(sid, b"back"), StreamWrite::Closed);
+        assert!(s.writable(sid), "a blocked writer wakes to see the close");
         s.close(sid);
         pump(&mut s, &mut c);
         let mut buf = [0u8; 8];
-        assert_eq!(c.read(3, &mut buf), StreamRead::Data(4));
         assert_eq!(c.read(3, &mut buf), StreamRead::Eof);
         assert_eq!(s.stream_count(), 0);
     }
