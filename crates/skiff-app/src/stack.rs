@@ -56,7 +56,7 @@ impl InboundLayers {
                 })
             }
             StreamNetwork::Mkcp(k) => mkcp = Some(k.clone()),
-            StreamNetwork::Kcptun(k) => kcptun = Some(TunnelParams::from_plan(&k.tuning)),
+            StreamNetwork::Kcptun(k) => kcptun = Some(TunnelParams::for_network(&k.tuning)),
         }
         Ok(InboundLayers {
             tls,
@@ -163,7 +163,7 @@ impl OutboundLayers {
             StreamNetwork::Kcptun(k) => (
                 None,
                 Base::Kcptun(Arc::new(KcptunBase {
-                    params: TunnelParams::from_plan(&k.tuning),
+                    params: TunnelParams::for_network(&k.tuning),
                     conn: k.conn,
                     client: std::sync::OnceLock::new(),
                 })),

@@ -7,7 +7,7 @@
 //! * [`conn`]: one KCP session + its smux session behind a mutex, driven by one task with one
 //!   timer (sleep until the next KCP update or smux keepalive; no busy polling, no thread).
 //! * [`stream`]: a smux stream as AsyncRead/AsyncWrite with backpressure; a FIN either way
-//!   ends both directions, as smux does.
+//!   ends both directions as in kcptun, unless the session keeps half-close (Skiff-only network).
 //! * [`client`]: sessions to a kcptun server, one connected UDP socket and random conv each.
 //! * [`server`]: one UDP socket, peers demultiplexed by source address.
 //!
@@ -57,7 +57,15 @@ pub(crate) fn tune_socket(socket: &tokio::net::UdpSocket, params: &TunnelParams)
 }
 
 impl TunnelParams {
-    /// The runtime form of a kcptun plan's tuning.
+    /// The `kcptun` network under another protocol: both ends are Skiff, so streams keep
+    /// half-close (a client may shut down its sending side and still read the answer).
+    pub fn for_network(t: &skiff_config::KcptunTuning) -> TunnelParams {
+        let mut params = TunnelParams::from_plan(t);
+        params.smux.half_close = true;
+        params
+    }
+
+    /// The runtime form of a kcptun plan's tuning, with kcptun's stream semantics.
     pub fn from_plan(t: &skiff_config::KcptunTuning) -> TunnelParams {
         let mut smux = SmuxConfig::kcptun(t.smux_version);
         smux.max_receive_buffer = t.smux_buf;

@@ -1,6 +1,6 @@
 //! A smux stream as a Skiff stream: reads wait for data (EOF after the peer's FIN), writes wait
 //! for room in the session's output and (v2) the peer's window; shutdown sends FIN; dropping
-//! the stream closes it. After the peer's FIN, writes fail (smux has no half-close).
+//! the stream closes it. After the peer's FIN, writes fail unless the session keeps half-close.
 
 use std::io;
 use std::pin::Pin;

@@ -35,6 +35,11 @@ pub struct SmuxConfig {
     pub keepalive_interval_ms: u32,
     /// Close when nothing arrived for this long (smux default 30 s).
     pub keepalive_timeout_ms: u32,
+    /// Keep writing after the peer's FIN. Off as in kcptun 20210922's smux, where a FIN ends
+    /// both directions ("passive closing"), which also stops a server from pushing the rest
+    /// of a download its client hung up on. On only where both ends are Skiff and the
+    /// stream's user may half-close (the `kcptun` network under another protocol).
+    pub half_close: bool,
 }
 
 impl SmuxConfig {
@@ -47,6 +52,7 @@ impl SmuxConfig {
             max_stream_buffer: 2_097_152,
             keepalive_interval_ms: 10_000,
             keepalive_timeout_ms: 30_000,
+            half_close: false,
         }
     }
 }
@@ -302,13 +308,14 @@ impl Session {
         let room = OUTPUT_LIMIT.saturating_sub(self.pending_output());
         let version = self.config.version;
         let frame_max = self.config.max_frame_size.clamp(1, usize::from(u16::MAX));
+        let half_close = self.config.half_close;
         let Some(s) = self.streams.get_mut(&sid) else {
             return StreamWrite::Closed;
         };
-        // smux has no half-close: a peer's FIN ends our writing too ("passive closing" in
+        // Without half-close a peer's FIN ends our writing too ("passive closing" in
         // xtaci/smux, which kcptun 20210922 uses), so a client that hung up stops the server
         // from pushing the rest of a download into a stream nobody reads.
-        if s.fin_sent || s.fin_received {
+        if s.fin_sent || (s.fin_received && !half_close) {
             return StreamWrite::Closed;
         }
         if data.is_empty() {
@@ -381,7 +388,11 @@ impl Session {
             return self.error.is_some();
         }
         match self.streams.get(&sid) {
-            Some(s) if self.config.version >= 2 && !s.fin_sent && !s.fin_received => {
+            Some(s)
+                if self.config.version >= 2
+                    && !s.fin_sent
+                    && (self.config.half_close || !s.fin_received) =>
+            {
                 let inflight = s.num_written.wrapping_sub(s.peer_consumed) as i32;
                 (s.peer_window as i32).wrapping_sub(inflight) > 0
             }
@@ -532,6 +543,26 @@ mod tests {
         let mut buf = [0u8; 8];
         assert_eq!(c.read(3, &mut buf), StreamRead::Eof);
         assert_eq!(s.stream_count(), 0);
+    }
+
+    #[test]
+    fn half_close_keeps_the_other_direction_when_asked() {
+        let (mut c, mut s) = pair(1);
+        c.config.half_close = true;
+        s.config.half_close = true;
+        let sid = c.open().unwrap();
+        c.write(sid, b"abc");
+        c.shutdown(sid);
+        pump(&mut c, &mut s);
+        let sid = s.accept().unwrap();
+        let mut buf = [0u8; 8];
+        assert_eq!(s.read(sid, &mut buf), StreamRead::Data(3));
+        assert_eq!(s.read(sid, &mut buf), StreamRead::Eof);
+        assert_eq!(s.write(sid, b"back"), StreamWrite::Written(4));
+        s.close(sid);
+        pump(&mut s, &mut c);
+        assert_eq!(c.read(3, &mut buf), StreamRead::Data(4));
+        assert_eq!(c.read(3, &mut buf), StreamRead::Eof);
     }
 
     #[test]
