@@ -105,7 +105,10 @@ impl<K: Hash + Eq> SessionTable<K> {
             self.remove(key);
             return false;
         }
-        if let Some(queued) = self.copy(data) {
+        // A full queue drops the datagram before it is copied: a flood costs no allocation.
+        if entry.tx.capacity() > 0
+            && let Some(queued) = self.copy(data)
+        {
             let _ = entry.tx.try_send(queued);
         }
         true

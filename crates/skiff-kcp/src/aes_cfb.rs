@@ -128,16 +128,7 @@ impl AesCfb {
             let mut fb = feedback[j];
             for chunk in bufs[j][common * BLOCK..].chunks_mut(BLOCK) {
                 let ks = encrypt_block(&keys, rounds, fb);
-                let mut block = [0u8; BLOCK];
-                block[..chunk.len()].copy_from_slice(chunk);
-                // SAFETY: `block` is 16 bytes.
-                unsafe {
-                    let c = _mm_xor_si128(_mm_loadu_si128(block.as_ptr().cast()), ks);
-                    _mm_storeu_si128(block.as_mut_ptr().cast(), c);
-                    fb = c;
-                }
-                let len = chunk.len();
-                chunk.copy_from_slice(&block[..len]);
+                (_, fb) = xor_in_place(chunk, ks);
             }
         }
     }
@@ -172,15 +163,7 @@ impl AesCfb {
         }
         for chunk in wide.into_remainder().chunks_mut(BLOCK) {
             let ks = encrypt_block(&keys, rounds, previous);
-            let mut block = [0u8; BLOCK];
-            block[..chunk.len()].copy_from_slice(chunk);
-            // SAFETY: `block` is 16 bytes.
-            unsafe {
-                previous = _mm_loadu_si128(block.as_ptr().cast());
-                _mm_storeu_si128(block.as_mut_ptr().cast(), _mm_xor_si128(previous, ks));
-            }
-            let len = chunk.len();
-            chunk.copy_from_slice(&block[..len]);
+            (previous, _) = xor_in_place(chunk, ks);
         }
     }
 }
@@ -192,6 +175,25 @@ fn encrypt_block(keys: &[__m128i; 15], rounds: usize, input: __m128i) -> __m128i
         s = _mm_aesenc_si128(s, *key);
     }
     _mm_aesenclast_si128(s, keys[rounds])
+}
+
+/// XORs the keystream block `ks` into `chunk` (a whole block or the short last one) in place;
+/// returns what the block held before and after, zero-padded: the CFB feedback is the
+/// ciphertext, which is the output when encrypting and the input when decrypting.
+#[target_feature(enable = "aes,sse2")]
+fn xor_in_place(chunk: &mut [u8], ks: __m128i) -> (__m128i, __m128i) {
+    let len = chunk.len().min(BLOCK);
+    let mut block = [0u8; BLOCK];
+    block[..len].copy_from_slice(&chunk[..len]);
+    // SAFETY: `block` is 16 bytes; unaligned load and store.
+    let (before, after) = unsafe {
+        let before = _mm_loadu_si128(block.as_ptr().cast());
+        let after = _mm_xor_si128(before, ks);
+        _mm_storeu_si128(block.as_mut_ptr().cast(), after);
+        (before, after)
+    };
+    chunk[..len].copy_from_slice(&block[..len]);
+    (before, after)
 }
 
 /// FIPS-197's SubWord: `aesenclast` with a zero round key is SubBytes after ShiftRows, and
