@@ -1,9 +1,10 @@
-//! Reaching a proxy server: TCP with no delay, or through a chained outbound
+//! Reaching a proxy server: TCP with no delay (and the configured congestion control), or through a chained outbound
 //! (`proxySettings.tag`). The transport layers (TLS, WebSocket) come on top, in the caller.
 
 use std::io;
 use std::sync::Arc;
 
+use skiff_core::tcp_tuning::TcpTuning;
 use skiff_core::{Address, BoxStream, Metadata, Outbound};
 use tokio::net::TcpStream;
 
@@ -12,6 +13,7 @@ pub async fn dial(
     server: &Address,
     via: Option<&Arc<dyn Outbound>>,
     meta: &Metadata,
+    tuning: &TcpTuning,
 ) -> io::Result<BoxStream> {
     if let Some(via) = via {
         return via.connect(meta, server).await;
@@ -20,7 +22,7 @@ pub async fn dial(
         Address::Ip(sa) => TcpStream::connect(sa).await?,
         Address::Domain(host, port) => TcpStream::connect((host.as_str(), *port)).await?,
     };
-    stream.set_nodelay(true)?;
+    tuning.apply(&stream)?;
     Ok(Box::new(stream))
 }
 

@@ -3,6 +3,7 @@
 //! website. Selection follows Xray (spec/vless.md §6): by TLS SNI (`name`), then negotiated
 //! ALPN, then the HTTP request path. One mechanism, shared by every protocol that falls back.
 
+use skiff_core::tcp_tuning::TcpTuning;
 use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -147,11 +148,13 @@ pub async fn serve(
 }
 
 async fn dial(dest: &FallbackDest) -> io::Result<BoxStream> {
+    let tuned = |stream: TcpStream| -> io::Result<BoxStream> {
+        TcpTuning::default().apply(&stream)?;
+        Ok(Box::new(stream))
+    };
     Ok(match dest {
-        FallbackDest::Port(port) => Box::new(TcpStream::connect(("127.0.0.1", *port)).await?),
-        FallbackDest::Addr(host, port) => {
-            Box::new(TcpStream::connect((host.as_str(), *port)).await?)
-        }
+        FallbackDest::Port(port) => tuned(TcpStream::connect(("127.0.0.1", *port)).await?)?,
+        FallbackDest::Addr(host, port) => tuned(TcpStream::connect((host.as_str(), *port)).await?)?,
         FallbackDest::Unix(path) => Box::new(UnixStream::connect(path).await?),
         FallbackDest::AbstractUnix(name) => Box::new(abstract_unix(name)?),
     })

@@ -1,5 +1,6 @@
 //! Inbound handlers as the listener sees them: which handshake to run and where to count.
 
+use skiff_core::tcp_tuning::TcpTuning;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -52,6 +53,8 @@ pub struct InboundHandler {
     pub tcp: bool,
     /// Tunnel or Shadowsocks inbound with `network` containing udp: listen on UDP too.
     pub udp_listener: bool,
+    /// No delay and the congestion control for accepted connections (`sockopt`).
+    pub tcp_tuning: TcpTuning,
 }
 
 impl InboundHandler {
@@ -186,6 +189,7 @@ impl InboundHandler {
             downlink: stats.counter(&format!("inbound>>>{}>>>traffic>>>downlink", plan.tag)),
             tcp,
             udp_listener,
+            tcp_tuning: crate::stack::tcp_tuning(&plan.stream),
         })
     }
 

@@ -301,7 +301,7 @@ async fn accept_loop(
                     continue;
                 };
                 accepted.fetch_add(1, Ordering::Relaxed);
-                let _ = stream.set_nodelay(true);
+                let _ = inbound.tcp_tuning.apply(&stream);
                 let local = stream.local_addr().unwrap_or(source);
                 let shared = shared.clone();
                 let inbound = inbound.clone();

@@ -76,6 +76,7 @@ fn make(plan: &OutboundPlan, via: Option<Arc<dyn Outbound>>) -> Result<Arc<dyn O
             },
             redirect: f.redirect.clone(),
             via,
+            tcp_tuning: crate::stack::tcp_tuning(&plan.stream),
         }),
         OutboundProtocol::Blackhole(b) => Arc::new(Blackhole {
             http_response: b.response == skiff_config::BlackholeResponse::Http,

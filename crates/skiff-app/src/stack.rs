@@ -6,6 +6,7 @@ use std::io;
 use std::sync::Arc;
 
 use skiff_config::{StreamNetwork, StreamPlan, StreamSecurity, TlsPlan};
+use skiff_core::tcp_tuning::TcpTuning;
 use skiff_core::{Address, BoxStream, Metadata, Outbound};
 use skiff_kcp::mkcp::MkcpConfig;
 
@@ -114,7 +115,7 @@ impl InboundLayers {
 /// What an outbound's connection to its server starts as.
 #[derive(Clone)]
 enum Base {
-    Tcp,
+    Tcp(TcpTuning),
     Mkcp(Arc<crate::mkcp::dial::MkcpDialer>),
     /// One kcptun client (KCP sessions + smux) per outbound, made on first use for the
     /// outbound's server; each connection is one smux stream.
@@ -146,7 +147,7 @@ impl OutboundLayers {
             StreamSecurity::Tls(t) => Some(TlsClient::new(&client_options(t, &server_name))?),
         };
         let (ws, base) = match &plan.network {
-            StreamNetwork::Tcp => (None, Base::Tcp),
+            StreamNetwork::Tcp => (None, Base::Tcp(tcp_tuning(plan))),
             StreamNetwork::Ws(w) => (
                 Some(WsClientOptions {
                     path: w.path.clone(),
@@ -154,7 +155,7 @@ impl OutboundLayers {
                     headers: w.headers.clone(),
                     early_data_header: None,
                 }),
-                Base::Tcp,
+                Base::Tcp(tcp_tuning(plan)),
             ),
             StreamNetwork::Mkcp(k) => (
                 None,
@@ -181,7 +182,7 @@ impl OutboundLayers {
         meta: &Metadata,
     ) -> io::Result<BoxStream> {
         let stream: BoxStream = match &self.base {
-            Base::Tcp => crate::dial::dial(server, via, meta).await?,
+            Base::Tcp(tuning) => crate::dial::dial(server, via, meta, tuning).await?,
             Base::Mkcp(dialer) => {
                 if via.is_some() {
                     return Err(io::Error::new(
@@ -257,5 +258,12 @@ fn client_options(t: &TlsPlan, server_name: &str) -> TlsClientOptions {
         pinned_sha256: t.pinned_peer_cert_sha256.clone(),
         min_version: version(&t.min_version),
         max_version: version(&t.max_version),
+    }
+}
+
+/// The TCP tuning a `streamSettings` asks for (`sockopt.tcpCongestion`).
+pub fn tcp_tuning(plan: &StreamPlan) -> TcpTuning {
+    TcpTuning {
+        congestion: plan.tcp_congestion.as_deref().map(Arc::from),
     }
 }

@@ -181,8 +181,10 @@ pub struct BlackholeOutbound {
 pub struct StreamPlan {
     pub network: StreamNetwork,
     pub security: StreamSecurity,
-    /// `sockopt.tcpFastOpen` etc. are not modelled yet.
-    pub _reserved: (),
+    /// `sockopt.tcpCongestion`: the TCP congestion control for this side's connections.
+    /// None: the system's default, and Reno for loopback peers (see skiff_core::tcp_tuning).
+    /// The other socket options are not modelled yet.
+    pub tcp_congestion: Option<String>,
 }
 
 impl StreamPlan {

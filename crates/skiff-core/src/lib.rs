@@ -17,6 +17,7 @@ pub use metadata::Metadata;
 pub use stream::{BoxStream, DirectSwitch, Prefixed, ProxyStream};
 pub mod relay;
 pub mod stats;
+pub mod tcp_tuning;
 pub mod time;
 
 pub use relay::{RelayCounters, RelayEnd, RelayOutcome, RelayPolicy, relay};

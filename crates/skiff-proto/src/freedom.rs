@@ -1,6 +1,7 @@
 //! The `freedom` outbound: connect directly (or through a chained outbound) to the
 //! destination, resolving domains the way its `domainStrategy` says.
 
+use skiff_core::tcp_tuning::TcpTuning;
 use std::io;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -28,6 +29,8 @@ pub struct Freedom {
     pub redirect: Option<(String, u16)>,
     /// Chained outbound (`proxySettings.tag`): dial through it instead of directly.
     pub via: Option<Arc<dyn Outbound>>,
+    /// No delay and the congestion control for dialed connections (`sockopt`).
+    pub tcp_tuning: TcpTuning,
 }
 
 impl Freedom {
@@ -83,8 +86,7 @@ impl Freedom {
         for addr in self.resolve(target).await? {
             match TcpStream::connect(addr).await {
                 Ok(stream) => {
-                    // Proxied traffic is often interactive; Nagle only adds latency here.
-                    stream.set_nodelay(true)?;
+                    self.tcp_tuning.apply(&stream)?;
                     return Ok(Box::new(stream));
                 }
                 Err(e) => last_error = Some(e),
@@ -167,6 +169,7 @@ impl PacketConn for DirectPackets {
                 resolve: self.resolve,
                 redirect: self.redirect.clone(),
                 via: None,
+                tcp_tuning: TcpTuning::default(),
             };
             let target = freedom.target(destination);
             let addr = match &target {

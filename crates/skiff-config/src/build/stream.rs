@@ -142,16 +142,22 @@ pub fn build_stream(
             check_tcp_settings(settings, &loc.key(key), diags);
         }
     }
+    let mut tcp_congestion = None;
     if let Some(sockopt) = &raw.sockopt {
         let loc = loc.key("sockopt");
         for (key, value) in sockopt {
-            check_sockopt(key, value, &loc.key(key), diags);
+            // Xray reads its config with Go's JSON, which matches keys regardless of case.
+            if key.eq_ignore_ascii_case("tcpCongestion") {
+                tcp_congestion = congestion_control(value, &loc.key(key), diags);
+            } else {
+                check_sockopt(key, value, &loc.key(key), diags);
+            }
         }
     }
     StreamPlan {
         network,
         security,
-        _reserved: (),
+        tcp_congestion,
     }
 }
 
@@ -305,7 +311,42 @@ fn check_tcp_settings(settings: &RawTcpSettings, loc: &Loc, diags: &mut Vec<Diag
     }
 }
 
-/// Socket options are not modelled yet. Those that change where or how traffic flows are
+/// `sockopt.tcpCongestion`: an algorithm name as the kernel knows it ("bbr", "cubic", "reno").
+/// "" means the default. A name this kernel does not list is a warning, not an error: the
+/// kernel loads modules on demand for privileged processes.
+fn congestion_control(value: &Value, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Option<String> {
+    let Some(name) = value.as_str() else {
+        diags.push(loc.error(format!(
+            "invalid type: {}, expected a string such as \"bbr\"",
+            crate::raw::kind(value)
+        )));
+        return None;
+    };
+    let name = name.trim();
+    if name.is_empty() {
+        return None;
+    }
+    // TCP_CA_NAME_MAX is 16 bytes with the terminating zero.
+    if name.len() > 15 || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        diags.push(loc.error(format!(
+            "`{name}` is not a TCP congestion control name (letters, digits and _, at most 15)"
+        )));
+        return None;
+    }
+    if let Ok(available) =
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        && !available.split_whitespace().any(|a| a == name)
+    {
+        diags.push(loc.warning(format!(
+            "TCP congestion control `{name}` is not loaded on this system (available: {}); \
+             connections keep the default if the kernel cannot load it",
+            available.trim()
+        )));
+    }
+    Some(name.to_owned())
+}
+
+/// The other socket options are not modelled yet. Those that change where or how traffic flows are
 /// errors; the tuning ones are ignored with a warning (a config using them still works, just
 /// with default socket settings). Options left at their "off" value are not mentioned.
 fn check_sockopt(key: &str, value: &Value, loc: &Loc, diags: &mut Vec<Diagnostic>) {

@@ -450,6 +450,45 @@ fn stream_settings() {
 }
 
 #[test]
+fn sockopt_tcp_congestion_is_modelled() {
+    let with_stream = |s: &str| {
+        format!(r#"{{"inbounds": [{{"port": 1, "protocol": "socks", "streamSettings": {s}}}]}}"#)
+    };
+    // "reno" is in every kernel's list, so no warning.
+    let (plan, warnings) = load(&with_stream(r#"{"sockopt": {"tcpCongestion": "reno"}}"#)).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        plan.inbounds[0].stream.tcp_congestion.as_deref(),
+        Some("reno")
+    );
+    // Go's JSON matches keys regardless of case; Xray users write it both ways.
+    let (plan, _) = load(&with_stream(r#"{"sockopt": {"tcpcongestion": "reno"}}"#)).unwrap();
+    assert_eq!(
+        plan.inbounds[0].stream.tcp_congestion.as_deref(),
+        Some("reno")
+    );
+    let (plan, warnings) = load(&with_stream(r#"{"sockopt": {"tcpCongestion": ""}}"#)).unwrap();
+    assert!(warnings.is_empty());
+    assert_eq!(plan.inbounds[0].stream.tcp_congestion, None);
+    has_error(
+        &with_stream(r#"{"sockopt": {"tcpCongestion": 1}}"#),
+        "inbounds[0].streamSettings.sockopt.tcpCongestion",
+        "expected a string",
+    );
+    has_error(
+        &with_stream(r#"{"sockopt": {"tcpCongestion": "bbr; rm"}}"#),
+        "inbounds[0].streamSettings.sockopt.tcpCongestion",
+        "not a TCP congestion control name",
+    );
+    let (_, warnings) = load(&with_stream(
+        r#"{"sockopt": {"tcpCongestion": "nosuchcc"}}"#,
+    ))
+    .unwrap();
+    assert_eq!(warnings.len(), 1);
+    assert!(warnings[0].message.contains("not loaded"), "{warnings:?}");
+}
+
+#[test]
 fn inbound_extras() {
     let (plan, warnings) = load(r#"{"inbounds": [{"port": 1, "protocol": "socks",
         "sniffing": {"enabled": true, "destOverride": ["http", "tls"]}, "allocate": {"strategy": "always"}}]}"#)
