@@ -1,5 +1,6 @@
-//! Reaching a proxy server: TCP with no delay (and the configured congestion control), or through a chained outbound
-//! (`proxySettings.tag`). The transport layers (TLS, WebSocket) come on top, in the caller.
+//! Reaching a proxy server: TCP tuned as the stream settings say (no delay, congestion
+//! control), or through a chained outbound (`proxySettings.tag`). The transport layers (TLS,
+//! WebSocket) come on top, in the caller.
 
 use std::io;
 use std::sync::Arc;

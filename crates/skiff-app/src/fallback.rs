@@ -3,12 +3,12 @@
 //! website. Selection follows Xray (spec/vless.md §6): by TLS SNI (`name`), then negotiated
 //! ALPN, then the HTTP request path. One mechanism, shared by every protocol that falls back.
 
-use skiff_core::tcp_tuning::TcpTuning;
 use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use skiff_config::{FallbackDest, FallbackPlan};
+use skiff_core::tcp_tuning::TcpTuning;
 use skiff_core::{BoxStream, RelayCounters, RelayPolicy, relay};
 use skiff_proto::proxy_protocol;
 use tokio::io::AsyncWriteExt;

@@ -1,10 +1,10 @@
 //! Inbound handlers as the listener sees them: which handshake to run and where to count.
 
-use skiff_core::tcp_tuning::TcpTuning;
 use std::net::IpAddr;
 use std::sync::Arc;
 
 use skiff_config::{InboundPlan, InboundProtocol};
+use skiff_core::tcp_tuning::TcpTuning;
 use skiff_core::{Address, Counter, Stats};
 use skiff_proto::http::server::HttpServerConfig;
 use skiff_proto::socks::server::SocksServerConfig;

@@ -1,12 +1,12 @@
 //! The `freedom` outbound: connect directly (or through a chained outbound) to the
 //! destination, resolving domains the way its `domainStrategy` says.
 
-use skiff_core::tcp_tuning::TcpTuning;
 use std::io;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use skiff_core::tcp_tuning::TcpTuning;
 use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Metadata, Outbound, PacketConn};
 use tokio::io::ReadBuf;
 use tokio::net::{TcpStream, UdpSocket};
