@@ -36,14 +36,19 @@ fn pem_lines(pem: &str) -> String {
     format!("[{}]", lines.join(", "))
 }
 
-/// The Vision server (VLESS + TLS → freedom) and client (tunnel → VLESS + TLS) instances.
-async fn start_pair(target_port: u16) -> (Running, Running) {
+/// The Vision server (VLESS + TLS → freedom) and client (tunnel → VLESS + TLS) instances;
+/// with `fallback`, the server's VLESS settings hand non-VLESS visitors to that port.
+async fn start_pair(target_port: u16, fallback: Option<u16>) -> (Running, Running) {
     let outer = cert("vision.test");
+    let fallbacks = match fallback {
+        Some(port) => format!(r#", "fallbacks": [{{ "dest": {port} }}]"#),
+        None => String::new(),
+    };
     let server = start(&format!(
         r#"{{ "inbounds": [{{ "tag": "vision-in", "listen": "127.0.0.1", "port": {},
                "protocol": "vless",
                "settings": {{ "clients": [{{ "id": "{UUID}", "flow": "xtls-rprx-vision" }}],
-                             "decryption": "none" }},
+                             "decryption": "none"{fallbacks} }},
                "streamSettings": {{ "network": "tcp", "security": "tls",
                  "tlsSettings": {{ "certificates": [{{ "certificate": {}, "key": {} }}] }} }} }}],
              "outbounds": [{{ "protocol": "freedom" }}] }}"#,
@@ -83,9 +88,13 @@ async fn exchange(stream: BoxStream, seed: u64) -> (u64, [u8; 32]) {
 /// Runs the transfer with inner TLS or not; returns the two instances afterwards and whether
 /// spliced bytes were seen on both sides while the transfer was still running.
 async fn transfer(inner_tls: bool) -> (Running, Running, bool) {
+    transfer_with(inner_tls, None).await
+}
+
+async fn transfer_with(inner_tls: bool, fallback: Option<u16>) -> (Running, Running, bool) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let target_port = listener.local_addr().unwrap().port();
-    let (server, client) = start_pair(target_port).await;
+    let (server, client) = start_pair(target_port, fallback).await;
     let inner = cert("inner.test");
     let inner_server = TlsServer::new(&TlsServerOptions {
         certificates: vec![(inner.cert_pem.clone(), inner.key_pem.clone())],
@@ -146,36 +155,49 @@ async fn transfer(inner_tls: bool) -> (Running, Running, bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vision_with_inner_tls13_goes_direct_and_splices_both_ways() {
     tokio::time::timeout(TEST_DEADLINE, async {
-        let reads = DIRECT_READS.load(Ordering::Relaxed);
-        let writes = DIRECT_WRITES.load(Ordering::Relaxed);
         let (server, client, live) = transfer(true).await;
-        // Client write + server read (uplink), server write + client read (downlink).
-        assert!(
-            DIRECT_READS.load(Ordering::Relaxed) >= reads + 2,
-            "both readers went direct"
-        );
-        assert!(
-            DIRECT_WRITES.load(Ordering::Relaxed) >= writes + 2,
-            "both writers went direct"
-        );
-        assert!(
-            live,
-            "spliced counters moved on both sides before the transfer ended"
-        );
-        for (side, running) in [("server", &server), ("client", &client)] {
-            let spliced = running.stats().spliced().get();
-            let copied = running.stats().copied().get();
-            eprintln!("{side}: {spliced} bytes spliced, {copied} copied");
-            // Only the handshake and the first records pass through user space.
-            assert!(
-                spliced >= 2 * BULK - 32 * MIB,
-                "{side}: {spliced} spliced, {copied} copied"
-            );
-            assert!(spliced + copied >= 2 * BULK, "{side}: every byte counted");
-        }
+        assert_direct_and_spliced(&server, &client, live);
     })
     .await
     .expect("test deadline");
+}
+
+/// A Vision server with fallbacks reads a client's first bytes ahead (to send short probes to
+/// the fallback at once); its Vision clients must still go direct and splice both ways.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vision_with_fallbacks_goes_direct_and_splices_both_ways() {
+    tokio::time::timeout(TEST_DEADLINE, async {
+        let web = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let web_port = web.local_addr().unwrap().port();
+        let (server, client, live) = transfer_with(true, Some(web_port)).await;
+        assert_direct_and_spliced(&server, &client, live);
+        drop(web);
+    })
+    .await
+    .expect("test deadline");
+}
+
+/// Both sides went direct both ways: every byte but the handshake's and the first records'
+/// was spliced on each side (per instance, so tests running beside each other do not blur it;
+/// the process-wide DIRECT_* counters only say that some reader and writer switched).
+fn assert_direct_and_spliced(server: &Running, client: &Running, live: bool) {
+    assert!(DIRECT_READS.load(Ordering::Relaxed) >= 2, "readers went direct");
+    assert!(DIRECT_WRITES.load(Ordering::Relaxed) >= 2, "writers went direct");
+    assert!(
+        live,
+        "spliced counters moved on both sides before the transfer ended"
+    );
+    for (side, running) in [("server", server), ("client", client)] {
+        let spliced = running.stats().spliced().get();
+        let copied = running.stats().copied().get();
+        eprintln!("{side}: {spliced} bytes spliced, {copied} copied");
+        // Only the handshake and the first records pass through user space.
+        assert!(
+            spliced >= 2 * BULK - 32 * MIB,
+            "{side}: {spliced} spliced, {copied} copied"
+        );
+        assert!(spliced + copied >= 2 * BULK, "{side}: every byte counted");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

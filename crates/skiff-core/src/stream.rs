@@ -143,6 +143,14 @@ impl<S: ProxyStream> ProxyStream for Prefixed<S> {
             Poll::Ready(Ok(()))
         }
     }
+
+    /// The prefix is plaintext read before any switch, so it still comes first: after
+    /// `read_direct` reads return the prefix, then what the inner stream returns in direct
+    /// mode. Without this a fallback-capable inbound (which reads ahead into a `Prefixed`)
+    /// could never run XTLS Vision.
+    fn direct_switch(&mut self) -> Option<&mut dyn DirectSwitch> {
+        self.inner.direct_switch()
+    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
