@@ -560,6 +560,7 @@ async fn connect_and_relay(
         RelayEnd::Finished => "finished".to_string(),
         RelayEnd::IdleTimeout => "idle timeout".to_string(),
         RelayEnd::Failed(e) => format!("failed: {e}"),
+        RelayEnd::Cut => "cut at the end of the grace period".to_string(),
     };
     debug!(
         source = %meta.source, %destination,

@@ -40,6 +40,8 @@ pub struct BoundListener {
 pub struct Running {
     shared: Arc<Shared>,
     shutdown: watch::Sender<bool>,
+    /// Fired when the grace period is over: relays still running reset both their ends.
+    cut: watch::Sender<bool>,
     permits: Arc<Semaphore>,
     listeners: Vec<BoundListener>,
     tasks: Vec<JoinHandle<()>>,
@@ -55,12 +57,14 @@ impl Running {
         let router = Router::new(&plan.routing, |tag| {
             plan.outbounds.iter().position(|o| o.tag == tag)
         });
+        let (cut, cut_signal) = watch::channel(false);
         let shared = Arc::new(Shared {
             outbounds,
             router,
             policy: plan.policy.clone(),
             stats,
             access: AccessLog::open(&plan.log.access)?,
+            cut: cut_signal,
         });
         let (shutdown, _) = watch::channel(false);
         let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
@@ -211,6 +215,7 @@ impl Running {
         Ok(Running {
             shared,
             shutdown,
+            cut,
             permits,
             listeners,
             tasks,
@@ -240,20 +245,33 @@ impl Running {
     }
 
     /// Stops accepting, then waits up to `grace` for live connections to finish. Returns how
-    /// many were still open when the grace period ended (they are dropped with the runtime).
-    pub async fn shutdown(self, grace: Duration) -> usize {
+    /// many were still open when the grace period ended: their relays are cut, which resets
+    /// both ends (RST, and no TLS close_notify), so no peer takes a cut transfer for a
+    /// complete one; connections still in their handshake are dropped with the runtime.
+    pub async fn shutdown(mut self, grace: Duration) -> usize {
         let _ = self.shutdown.send(true);
-        for task in self.tasks {
+        for task in std::mem::take(&mut self.tasks) {
             let _ = task.await;
         }
-        let deadline = tokio::time::Instant::now() + grace;
-        loop {
-            let live = MAX_CONNECTIONS - self.permits.available_permits();
+        let deadline = skiff_core::relay::deadline_after(grace);
+        let live = loop {
+            let live = self.live_connections();
             if live == 0 || tokio::time::Instant::now() >= deadline {
-                return live;
+                break live;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        if live > 0 {
+            let _ = self.cut.send(true);
+            // Let the cut relays drop their sockets (with the reset) before the runtime goes.
+            for _ in 0..20 {
+                if self.live_connections() == 0 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
         }
+        live
     }
 }
 

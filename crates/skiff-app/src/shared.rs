@@ -7,6 +7,8 @@ use std::time::Duration;
 use skiff_config::{LevelPolicy, PolicyPlan};
 use skiff_core::{Address, DirectionCounters, Metadata, RelayCounters, RelayPolicy, Stats};
 
+use tokio::sync::watch;
+
 use crate::access_log::AccessLog;
 use crate::inbound::InboundHandler;
 use crate::outbounds::OutboundHandler;
@@ -21,6 +23,8 @@ pub struct Shared {
     pub policy: PolicyPlan,
     pub stats: Arc<Stats>,
     pub access: AccessLog,
+    /// Turns true when the shutdown's grace period is over: relays still running reset.
+    pub cut: watch::Receiver<bool>,
 }
 
 impl Shared {
@@ -53,6 +57,7 @@ impl Shared {
             conn_idle: p.conn_idle,
             uplink_only: p.uplink_only,
             downlink_only: p.downlink_only,
+            cut: Some(self.cut.clone()),
         }
     }
 

@@ -34,6 +34,10 @@ impl<S: ProxyStream> ProxyStream for Counted<S> {
     fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.inner.poll_read_ready(cx)
     }
+
+    fn reset_on_close(&mut self) {
+        self.inner.reset_on_close()
+    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {

@@ -46,6 +46,17 @@ pub trait ProxyStream: AsyncRead + AsyncWrite + Send + Unpin + 'static {
     fn direct_switch(&mut self) -> Option<&mut dyn DirectSwitch> {
         None
     }
+
+    /// Makes the socket underneath end with a reset (RST) instead of a FIN when the stream is
+    /// dropped: for connections cut short (the end of a shutdown's grace period), so the peer
+    /// cannot take a cut transfer for a complete one. Wrappers pass it to their inner stream;
+    /// streams with no TCP socket underneath do nothing.
+    fn reset_on_close(&mut self) {
+        if let Some(tcp) = self.raw_tcp() {
+            // A socket already closed by the peer may refuse; then there is nothing to cut.
+            let _ = socket2::SockRef::from(tcp).set_linger(Some(std::time::Duration::ZERO));
+        }
+    }
 }
 
 /// Leaving the outer TLS one direction at a time (vless.md §7.4–7.5): after the switch that
@@ -88,6 +99,9 @@ impl ProxyStream for BoxStream {
     }
     fn direct_switch(&mut self) -> Option<&mut dyn DirectSwitch> {
         (**self).direct_switch()
+    }
+    fn reset_on_close(&mut self) {
+        (**self).reset_on_close()
     }
 }
 
@@ -150,6 +164,10 @@ impl<S: ProxyStream> ProxyStream for Prefixed<S> {
     /// could never run XTLS Vision.
     fn direct_switch(&mut self) -> Option<&mut dyn DirectSwitch> {
         self.inner.direct_switch()
+    }
+
+    fn reset_on_close(&mut self) {
+        self.inner.reset_on_close()
     }
 }
 

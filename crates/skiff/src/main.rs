@@ -134,7 +134,7 @@ fn run(loaded: Loaded, origin: &str, grace: Duration) -> ExitCode {
         tracing::info!("stopping: no new connections; waiting up to {grace:?} for live ones");
         let left = running.shutdown(grace).await;
         if left > 0 {
-            tracing::info!("{left} connections were still open after the grace period");
+            tracing::warn!("cut {left} connections still open at the end of the grace period (reset, not closed)");
         }
         ExitCode::SUCCESS
     })

@@ -82,3 +82,93 @@ fn sigterm_drains_live_connections_then_exits_zero() {
     assert!(status.success(), "exit status {status}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A download still running when the grace period ends is cut with a reset, so the client
+/// can tell it from a complete one (a clean FIN would look like the end of the file).
+#[test]
+fn connections_cut_by_the_grace_limit_are_reset_not_closed() {
+    // The destination: streams bytes until its peer goes away (bounded: at most 10 s).
+    let target = TcpListener::bind("127.0.0.1:0").unwrap();
+    let target_port = target.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = target.accept().unwrap();
+        let chunk = [7u8; 16 * 1024];
+        let until = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < until {
+            if s.write_all(&chunk).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = std::env::temp_dir().join(format!("skiff-shutdown-cut-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.json");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{ "log": {{ "loglevel": "info" }},
+                 "inbounds": [{{ "tag": "fwd", "listen": "127.0.0.1", "port": {port},
+                   "protocol": "tunnel", "settings": {{ "address": "127.0.0.1", "port": {target_port} }} }}],
+                 "outbounds": [{{ "protocol": "freedom" }}] }}"#
+        ),
+    )
+    .unwrap();
+    let log = dir.join("skiff.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skiff"))
+        .args(["run", "--grace", "1", "-c"])
+        .arg(&config)
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert!(lines.any(|l| l.map(|l| l.contains("listening on")).unwrap_or(false)));
+
+    let mut live = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    live.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut buf = vec![0u8; 64 * 1024];
+    live.read_exact(&mut buf[..1024]).unwrap();
+    // SAFETY: signalling the child we started, by its PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    // Keep reading: the download goes on through the grace period, then must end in a reset.
+    let started = Instant::now();
+    let end = loop {
+        match live.read(&mut buf) {
+            Ok(0) => break Ok(()),
+            Ok(_) => {}
+            Err(e) => break Err(e),
+        }
+        assert!(started.elapsed() < Duration::from_secs(8), "never cut");
+    };
+    let error = end.expect_err("a cut download ended with a clean FIN");
+    assert_eq!(
+        error.kind(),
+        std::io::ErrorKind::ConnectionReset,
+        "expected a reset, got {error}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "did not exit after the cut");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "exit status {status}");
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        text.contains("cut 1 connections"),
+        "the cut is logged with its count; log:\n{text}"
+    );
+    drop(live);
+    server.join().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -17,14 +17,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
+use tokio::sync::watch;
 use tokio::time::{Instant, Sleep};
 
 use crate::stats::{Counter, DirectionCounters};
 use crate::stream::BoxStream;
 use copy::{CopyEnd, CopyState};
 
-/// Xray's policy timeouts as the relay applies them.
-#[derive(Clone, Copy, Debug)]
+/// Xray's policy timeouts as the relay applies them, and the instance's cut signal.
+#[derive(Clone, Debug)]
 pub struct RelayPolicy {
     /// Both directions open and no byte moved for this long: close.
     pub conn_idle: Duration,
@@ -32,6 +33,29 @@ pub struct RelayPolicy {
     pub uplink_only: Duration,
     /// The uplink has ended: the downlink may stay idle this long.
     pub downlink_only: Duration,
+    /// When this turns true (the end of a shutdown's grace period) the relay stops at once
+    /// and both ends are reset, not closed: a client must not take a cut download for a
+    /// complete one. None: never cut.
+    pub cut: Option<watch::Receiver<bool>>,
+}
+
+impl RelayPolicy {
+    /// Timeouts only, never cut.
+    pub fn timeouts(conn_idle: Duration, uplink_only: Duration, downlink_only: Duration) -> Self {
+        RelayPolicy {
+            conn_idle,
+            uplink_only,
+            downlink_only,
+            cut: None,
+        }
+    }
+}
+
+/// Resolves once `cut` turns true; never when its sender is gone without cutting.
+async fn cut_fired(cut: &mut watch::Receiver<bool>) {
+    if cut.wait_for(|c| *c).await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// Where one connection's bytes are counted.
@@ -51,6 +75,8 @@ pub enum RelayEnd {
     IdleTimeout,
     /// One side failed (reset, broken pipe…); the other was dropped.
     Failed(io::Error),
+    /// Cut by the policy's cut signal; both ends were set to reset on close.
+    Cut,
 }
 
 #[derive(Debug)]
@@ -79,8 +105,18 @@ pub async fn relay(
         counters,
         tally: &tally,
     };
-    let end = drive(&mut pump, policy, &tally).await;
+    let end = match policy.cut.clone() {
+        Some(mut cut) => tokio::select! {
+            end = drive(&mut pump, policy, &tally) => end,
+            () = cut_fired(&mut cut) => RelayEnd::Cut,
+        },
+        None => drive(&mut pump, policy, &tally).await,
+    };
     let spliced = pump.up.is_splicing() || pump.down.is_splicing();
+    if matches!(end, RelayEnd::Cut) {
+        client.reset_on_close();
+        server.reset_on_close();
+    }
     tally.outcome(spliced, end)
 }
 
@@ -111,6 +147,16 @@ trait Pump {
     fn poll_downlink(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
 }
 
+/// `now + after`, or a far-future instant when that would overflow: a policy may say "never"
+/// with a huge number of seconds, and `Instant + Duration` panics past the clock's range.
+pub fn deadline_after(after: Duration) -> Instant {
+    const FAR: Duration = Duration::from_secs(86_400 * 365 * 30);
+    let now = Instant::now();
+    now.checked_add(after.min(FAR))
+        .or_else(|| now.checked_add(FAR))
+        .unwrap_or(now)
+}
+
 /// Polls both directions and the idle watchdog. The watchdog does not reset a timer per
 /// read: it wakes once per timeout period and checks whether the byte tally moved.
 async fn drive<P: Pump>(pump: &mut P, policy: &RelayPolicy, tally: &Tally) -> RelayEnd {
@@ -118,7 +164,7 @@ async fn drive<P: Pump>(pump: &mut P, policy: &RelayPolicy, tally: &Tally) -> Re
     let mut down_done = false;
     let mut timeout = policy.conn_idle;
     let mut seen = tally.total();
-    let mut watchdog: Pin<&mut Sleep> = pin!(tokio::time::sleep(timeout));
+    let mut watchdog: Pin<&mut Sleep> = pin!(tokio::time::sleep_until(deadline_after(timeout)));
     poll_fn(|cx| {
         loop {
             if !up_done && let Poll::Ready(result) = pump.poll_uplink(cx) {
@@ -127,7 +173,7 @@ async fn drive<P: Pump>(pump: &mut P, policy: &RelayPolicy, tally: &Tally) -> Re
                 }
                 up_done = true;
                 timeout = policy.downlink_only;
-                watchdog.as_mut().reset(Instant::now() + timeout);
+                watchdog.as_mut().reset(deadline_after(timeout));
             }
             if !down_done && let Poll::Ready(result) = pump.poll_downlink(cx) {
                 if let Err(e) = result {
@@ -135,7 +181,7 @@ async fn drive<P: Pump>(pump: &mut P, policy: &RelayPolicy, tally: &Tally) -> Re
                 }
                 down_done = true;
                 timeout = if up_done { timeout } else { policy.uplink_only };
-                watchdog.as_mut().reset(Instant::now() + timeout);
+                watchdog.as_mut().reset(deadline_after(timeout));
             }
             if up_done && down_done {
                 return Poll::Ready(RelayEnd::Finished);
@@ -148,7 +194,7 @@ async fn drive<P: Pump>(pump: &mut P, policy: &RelayPolicy, tally: &Tally) -> Re
                 return Poll::Ready(RelayEnd::IdleTimeout);
             }
             seen = now_seen;
-            watchdog.as_mut().reset(Instant::now() + timeout);
+            watchdog.as_mut().reset(deadline_after(timeout));
         }
     })
     .await

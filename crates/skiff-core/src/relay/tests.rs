@@ -81,11 +81,11 @@ async fn a_quiet_reader_still_gets_the_writer_flushed() {
         held: Vec::new(),
         flush_deferred: false,
     });
-    let policy = RelayPolicy {
-        conn_idle: Duration::from_secs(30),
-        uplink_only: Duration::from_secs(30),
-        downlink_only: Duration::from_secs(30),
-    };
+    let policy = RelayPolicy::timeouts(
+        Duration::from_secs(30),
+        Duration::from_secs(30),
+        Duration::from_secs(30),
+    );
     let relay = tokio::spawn(async move {
         relay(
             Box::new(client_side),
@@ -104,4 +104,59 @@ async fn a_quiet_reader_still_gets_the_writer_flushed() {
         .unwrap();
     assert_eq!(got, request);
     relay.abort();
+}
+
+/// Policy timeouts as large as a config can write (Xray's "never" in practice) must not
+/// overflow the clock when a direction ends and the watchdog is re-armed.
+#[tokio::test]
+async fn huge_policy_timeouts_do_not_overflow_the_clock() {
+    let (mut app, client_side) = pair().await;
+    let (server_side, mut far) = pair().await;
+    let huge = Duration::from_secs(u64::MAX);
+    let policy = RelayPolicy::timeouts(huge, huge, huge);
+    let relay = tokio::spawn(async move {
+        relay(
+            Box::new(client_side),
+            Box::new(server_side),
+            &policy,
+            &RelayCounters::default(),
+        )
+        .await
+    });
+    app.write_all(b"request").await.unwrap();
+    app.shutdown().await.unwrap();
+    let mut got = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), far.read_to_end(&mut got))
+        .await
+        .expect("the uplink's end reached the far side")
+        .unwrap();
+    assert_eq!(got, b"request");
+    far.write_all(b"answer").await.unwrap();
+    far.shutdown().await.unwrap();
+    let mut back = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), app.read_to_end(&mut back))
+        .await
+        .expect("the downlink's end reached the client")
+        .unwrap();
+    assert_eq!(back, b"answer");
+    let outcome = tokio::time::timeout(Duration::from_secs(10), relay)
+        .await
+        .expect("the relay ended")
+        .expect("the relay task did not panic");
+    assert!(matches!(outcome.end, RelayEnd::Finished), "{:?}", outcome.end);
+}
+
+#[test]
+fn deadlines_saturate_instead_of_overflowing() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let now = Instant::now();
+        assert!(deadline_after(Duration::from_secs(u64::MAX)) > now);
+        assert!(deadline_after(Duration::MAX) > now);
+        let soon = deadline_after(Duration::from_secs(5));
+        assert!(soon >= now + Duration::from_secs(5));
+    });
 }

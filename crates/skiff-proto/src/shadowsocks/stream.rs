@@ -448,4 +448,8 @@ impl ProxyStream for SsStream {
         }
         self.inner.poll_read_ready(cx)
     }
+
+    fn reset_on_close(&mut self) {
+        self.inner.reset_on_close()
+    }
 }

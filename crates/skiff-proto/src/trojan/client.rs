@@ -120,4 +120,8 @@ impl ProxyStream for TrojanClientStream {
         }
         self.inner.poll_read_ready(cx)
     }
+
+    fn reset_on_close(&mut self) {
+        self.inner.reset_on_close()
+    }
 }

@@ -229,4 +229,8 @@ impl ProxyStream for VlessClientStream {
         }
         self.inner.poll_read_ready(cx)
     }
+
+    fn reset_on_close(&mut self) {
+        self.inner.reset_on_close()
+    }
 }

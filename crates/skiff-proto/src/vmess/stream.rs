@@ -137,4 +137,8 @@ impl ProxyStream for VmessStream {
         }
         self.inner.poll_read_ready(cx)
     }
+
+    fn reset_on_close(&mut self) {
+        self.inner.reset_on_close()
+    }
 }

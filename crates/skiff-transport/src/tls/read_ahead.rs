@@ -164,6 +164,10 @@ impl ProxyStream for ReadAhead {
             self.inner.poll_read_ready(cx)
         }
     }
+
+    fn reset_on_close(&mut self) {
+        self.inner.reset_on_close()
+    }
 }
 
 #[cfg(test)]

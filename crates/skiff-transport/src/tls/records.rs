@@ -434,6 +434,10 @@ impl ProxyStream for RecordStream {
     fn direct_switch(&mut self) -> Option<&mut dyn DirectSwitch> {
         Some(self)
     }
+
+    fn reset_on_close(&mut self) {
+        self.inner.reset_on_close()
+    }
 }
 
 impl DirectSwitch for RecordStream {

@@ -62,6 +62,10 @@ impl ProxyStream for TlsProxyStream {
             self.io_mut().poll_read_ready(cx)
         }
     }
+
+    fn reset_on_close(&mut self) {
+        self.io_mut().reset_on_close()
+    }
 }
 
 impl AsyncRead for TlsProxyStream {

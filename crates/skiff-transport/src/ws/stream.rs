@@ -729,4 +729,8 @@ impl ProxyStream for WsStream {
             _ => Poll::Ready(Ok(())),
         }
     }
+
+    fn reset_on_close(&mut self) {
+        self.inner.reset_on_close()
+    }
 }

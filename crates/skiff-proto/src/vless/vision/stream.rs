@@ -564,4 +564,8 @@ impl ProxyStream for VisionStream {
             self.inner.poll_read_ready(cx)
         }
     }
+
+    fn reset_on_close(&mut self) {
+        self.inner.reset_on_close()
+    }
 }
