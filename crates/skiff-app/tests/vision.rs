@@ -181,8 +181,14 @@ async fn vision_with_fallbacks_goes_direct_and_splices_both_ways() {
 /// was spliced on each side (per instance, so tests running beside each other do not blur it;
 /// the process-wide DIRECT_* counters only say that some reader and writer switched).
 fn assert_direct_and_spliced(server: &Running, client: &Running, live: bool) {
-    assert!(DIRECT_READS.load(Ordering::Relaxed) >= 2, "readers went direct");
-    assert!(DIRECT_WRITES.load(Ordering::Relaxed) >= 2, "writers went direct");
+    assert!(
+        DIRECT_READS.load(Ordering::Relaxed) >= 2,
+        "readers went direct"
+    );
+    assert!(
+        DIRECT_WRITES.load(Ordering::Relaxed) >= 2,
+        "writers went direct"
+    );
     assert!(
         live,
         "spliced counters moved on both sides before the transfer ended"

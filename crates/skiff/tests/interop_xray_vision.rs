@@ -1,9 +1,11 @@
-//! XTLS Vision interop with Xray-core, which Debian does not package: build it on your own
-//! machine and point XRAY_BIN at the binary; without it these tests skip (the Vision
-//! self-interop tests in skiff-app/tests/vision.rs always run). A (inner TLS 1.3 client) →
+//! XTLS Vision interop with Xray-core 26.7 (XRAY_BIN, else `../shared/peers/bin/xray`; outside
+//! CI a machine without either skips, under CI that fails). A (inner TLS 1.3 client) →
 //! B (dokodemo-door → VLESS Vision out) → C (VLESS Vision in → freedom) → D (inner TLS 1.3
 //! server), with B or C being Xray: 64 MiB each way at once, SHA-256 checked, and both
-//! sides' debug logs must show the direct switch in both directions.
+//! sides' debug logs must show the direct switch in both directions. Every case also runs
+//! with `fallbacks` on the server, as the README's Vision example has them: a server that
+//! reads ahead to spot probes must still let Vision clients go direct, and a probe must still
+//! reach the fallback.
 
 mod common;
 
@@ -19,14 +21,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 const BULK: u64 = 64 << 20;
 const DEADLINE: Duration = Duration::from_secs(120);
 
+/// Xray-core from XRAY_BIN or `../shared/peers/bin/xray` (a failure under CI when absent).
 fn xray() -> Option<PathBuf> {
-    let found = std::env::var_os("XRAY_BIN")
-        .map(PathBuf::from)
-        .filter(|p| p.is_file());
-    if found.is_none() {
-        eprintln!("skipped: set XRAY_BIN to an Xray-core binary built by hand to run these");
-    }
-    found
+    shared_peer("xray", "XRAY_BIN")
 }
 
 /// Hex SHA-256 of the certificate's DER: what Xray 26 pins instead of allowInsecure.
@@ -41,12 +38,18 @@ fn pin(cert: &Path) -> String {
     hex.replace(':', "").to_ascii_lowercase()
 }
 
-fn server_config(port: u16, cert: &Path, key: &Path, log: &Path) -> String {
+fn server_config(port: u16, cert: &Path, key: &Path, log: &Path, fallback: Option<u16>) -> String {
+    let mut settings = serde_json::json!({
+        "clients": [{ "id": UUID, "flow": "xtls-rprx-vision" }],
+        "decryption": "none"
+    });
+    if let Some(dest) = fallback {
+        settings["fallbacks"] = serde_json::json!([{ "dest": dest }]);
+    }
     serde_json::json!({
         "log": { "loglevel": "debug", "error": log, "access": "none" },
         "inbounds": [{ "listen": "127.0.0.1", "port": port, "protocol": "vless",
-            "settings": { "clients": [{ "id": UUID, "flow": "xtls-rprx-vision" }],
-                          "decryption": "none" },
+            "settings": settings,
             "streamSettings": { "network": "tcp", "security": "tls",
                 "tlsSettings": { "certificates": [{ "certificateFile": cert, "keyFile": key }] } } }],
         "outbounds": [{ "protocol": "freedom",
@@ -174,12 +177,92 @@ async fn exchange(mut stream: skiff_core::BoxStream, seed: u64, asks: bool) -> (
     (total, hasher.finalize().into())
 }
 
-fn run_case(xray: &Path, xray_is_client: bool) {
-    let dir = TempDir::new(if xray_is_client {
-        "vision-xray-client"
-    } else {
-        "vision-xray-server"
+/// A web server behind the Vision server's fallback: answers each of up to `visits`
+/// connections (accepted within 60 s) with a page carrying [`FALLBACK_PAGE`].
+struct Web {
+    port: u16,
+    thread: std::thread::JoinHandle<usize>,
+}
+
+const FALLBACK_PAGE: &str = "fallback-page-8c1f";
+
+impl Web {
+    fn start(visits: usize) -> Web {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let thread = std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            let mut served = 0;
+            while served < visits && std::time::Instant::now() < deadline {
+                let Ok((mut s, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                };
+                s.set_nonblocking(false).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut buf = [0u8; 1024];
+                let _ = s.read(&mut buf);
+                let body = FALLBACK_PAGE;
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                served += 1;
+            }
+            served
+        });
+        Web { port, thread }
+    }
+}
+
+/// A browser-like visitor (TLS, then a plain HTTP GET) to the Vision server on `port` must be
+/// answered by the fallback's page.
+fn probe_fallback(port: u16) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = TlsClient::new(&TlsClientOptions {
+        server_name: "localhost".into(),
+        allow_insecure: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let page = rt.block_on(async {
+        tokio::time::timeout(Duration::from_secs(20), async {
+            let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .unwrap();
+            let mut stream = client.connect(Box::new(tcp)).await.unwrap();
+            stream
+                .write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                .await
+                .unwrap();
+            let mut page = Vec::new();
+            let _ = stream.read_to_end(&mut page).await;
+            page
+        })
+        .await
+        .expect("the fallback answered in time")
     });
+    let page = String::from_utf8_lossy(&page);
+    assert!(
+        page.contains(FALLBACK_PAGE),
+        "a plain HTTP visitor got this instead of the fallback's page: {page:?}"
+    );
+}
+
+fn run_case(xray: &Path, xray_is_client: bool, fallbacks: bool) {
+    let dir = TempDir::new(match (xray_is_client, fallbacks) {
+        (true, false) => "vision-xray-client",
+        (false, false) => "vision-xray-server",
+        (true, true) => "vision-fb-xray-client",
+        (false, true) => "vision-fb-xray-server",
+    });
+    let web = fallbacks.then(|| Web::start(1));
     let (cert, key) = certificate(dir.path());
     let (b_port, c_port) = (free_port(), free_port());
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -192,7 +275,7 @@ fn run_case(xray: &Path, xray_is_client: bool) {
         .unwrap();
     let d_port = d.local_addr().unwrap().port();
     let (c_log, b_log) = (dir.path().join("c.log"), dir.path().join("b.log"));
-    let server = server_config(c_port, &cert, &key, &c_log);
+    let server = server_config(c_port, &cert, &key, &c_log, web.as_ref().map(|w| w.port));
     let client = client_config(b_port, d_port, c_port, &pin(&cert), &b_log);
     // Skiff logs to stdout (start_skiff's log file); Xray to the `error` file.
     let (_c, c_out, _b, b_out);
@@ -254,16 +337,36 @@ fn run_case(xray: &Path, xray_is_client: bool) {
             text.lines().rev().take(60).collect::<Vec<_>>().join("\n")
         );
     }
+    // Skiff's side relayed the connection through splice(2) (its debug log says so per
+    // connection once the relay ends).
+    let skiff_log = if xray_is_client { &c_out } else { &b_out };
+    let text = std::fs::read_to_string(skiff_log).unwrap_or_default();
+    assert!(
+        text.lines()
+            .any(|l| l.contains("connection finished") && l.contains("spliced=true")),
+        "Skiff's side did not splice; log:\n{}",
+        text.lines().rev().take(60).collect::<Vec<_>>().join("\n")
+    );
+    if let Some(web) = web {
+        probe_fallback(c_port);
+        assert_eq!(
+            web.thread.join().unwrap(),
+            1,
+            "the fallback served the probe"
+        );
+    }
 }
 
 /// UDP under Vision: Xray's client sends it as XUDP (Mux), Skiff's as VLESS UDP without the
 /// flow; either server takes the other's. 200 datagrams to a local echo come back intact.
-fn run_udp_case(xray: &Path, xray_is_client: bool) {
-    let dir = TempDir::new(if xray_is_client {
-        "vision-udp-xray-client"
-    } else {
-        "vision-udp-xray-server"
+fn run_udp_case(xray: &Path, xray_is_client: bool, fallbacks: bool) {
+    let dir = TempDir::new(match (xray_is_client, fallbacks) {
+        (true, false) => "vision-udp-xray-client",
+        (false, false) => "vision-udp-xray-server",
+        (true, true) => "vision-udp-fb-xray-client",
+        (false, true) => "vision-udp-fb-xray-server",
     });
+    let web = fallbacks.then(|| Web::start(1));
     let (cert, key) = certificate(dir.path());
     let echo = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     echo.set_read_timeout(Some(Duration::from_secs(30)))
@@ -280,7 +383,7 @@ fn run_udp_case(xray: &Path, xray_is_client: bool) {
     });
     let (b_port, c_port) = (free_port(), free_port());
     let (c_log, b_log) = (dir.path().join("c.log"), dir.path().join("b.log"));
-    let server = server_config(c_port, &cert, &key, &c_log);
+    let server = server_config(c_port, &cert, &key, &c_log, web.as_ref().map(|w| w.port));
     let client = client_config_for("udp", b_port, echo_port, c_port, &pin(&cert), &b_log);
     let (_c, _b);
     if xray_is_client {
@@ -305,36 +408,74 @@ fn run_udp_case(xray: &Path, xray_is_client: bool) {
             assert_eq!(&buf[..n], &datagram[..], "datagram {i} came back changed");
             echoed += 1;
         }
+        // A broken path fails in seconds, not after 200 read timeouts.
+        assert!(i < 5 || echoed > 0, "no datagram came back");
     }
     assert_eq!(echoed, 200, "datagrams echoed intact");
     drop(socket);
     let _ = echo_thread;
+    if let Some(web) = web {
+        probe_fallback(c_port);
+        assert_eq!(
+            web.thread.join().unwrap(),
+            1,
+            "the fallback served the probe"
+        );
+    }
 }
 
 #[test]
 fn xray_client_skiff_server_vision_udp() {
     if let Some(xray) = xray() {
-        run_udp_case(&xray, true);
+        run_udp_case(&xray, true, false);
     }
 }
 
 #[test]
 fn skiff_client_xray_server_vision_udp() {
     if let Some(xray) = xray() {
-        run_udp_case(&xray, false);
+        run_udp_case(&xray, false, false);
     }
 }
 
 #[test]
 fn xray_client_skiff_server_vision() {
     if let Some(xray) = xray() {
-        run_case(&xray, true);
+        run_case(&xray, true, false);
     }
 }
 
 #[test]
 fn skiff_client_xray_server_vision() {
     if let Some(xray) = xray() {
-        run_case(&xray, false);
+        run_case(&xray, false, false);
+    }
+}
+
+#[test]
+fn xray_client_skiff_server_vision_with_fallbacks() {
+    if let Some(xray) = xray() {
+        run_case(&xray, true, true);
+    }
+}
+
+#[test]
+fn skiff_client_xray_server_vision_with_fallbacks() {
+    if let Some(xray) = xray() {
+        run_case(&xray, false, true);
+    }
+}
+
+#[test]
+fn xray_client_skiff_server_vision_udp_with_fallbacks() {
+    if let Some(xray) = xray() {
+        run_udp_case(&xray, true, true);
+    }
+}
+
+#[test]
+fn skiff_client_xray_server_vision_udp_with_fallbacks() {
+    if let Some(xray) = xray() {
+        run_udp_case(&xray, false, true);
     }
 }

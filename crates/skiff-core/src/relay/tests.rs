@@ -143,7 +143,11 @@ async fn huge_policy_timeouts_do_not_overflow_the_clock() {
         .await
         .expect("the relay ended")
         .expect("the relay task did not panic");
-    assert!(matches!(outcome.end, RelayEnd::Finished), "{:?}", outcome.end);
+    assert!(
+        matches!(outcome.end, RelayEnd::Finished),
+        "{:?}",
+        outcome.end
+    );
 }
 
 #[test]

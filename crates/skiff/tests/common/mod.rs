@@ -68,6 +68,34 @@ pub fn tool(name: &str, paths: &[&str]) -> Option<PathBuf> {
     found
 }
 
+/// A peer binary from `../shared/peers/bin` (Xray, sing-box, UDPspeeder, udp2raw): the
+/// environment variable `var` (e.g. XRAY_BIN) first, then `shared/peers/bin/NAME` beside
+/// this repository. None (with a note) when neither is there; under CI a failure, since CI
+/// has `../shared` beside the clone.
+pub fn shared_peer(name: &str, var: &str) -> Option<PathBuf> {
+    let found = std::env::var_os(var)
+        .map(PathBuf::from)
+        .filter(|p| p.is_file())
+        .or_else(|| Some(shared_peers_dir().join(name)).filter(|p| p.is_file()));
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must find {name}: set {var} or put it in {}",
+            shared_peers_dir().display()
+        );
+        eprintln!(
+            "skipped: {name} not found (set {var}, or put it in {})",
+            shared_peers_dir().display()
+        );
+    }
+    found
+}
+
+/// `../shared/peers/bin` next to the repository root.
+pub fn shared_peers_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/peers/bin")
+}
+
 pub fn nginx_binary() -> Option<PathBuf> {
     tool("nginx", &["/usr/sbin/nginx", "/usr/local/sbin/nginx"])
 }
