@@ -8,9 +8,10 @@ use std::time::{Duration, SystemTime};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::args::BenchArgs;
-use crate::combos::{self, Combination, Kind};
+use crate::combos::{Combination, Kind};
 use crate::impls::{self, Implementation};
 use crate::model::{BenchRun, BinaryInfo, Machine, Row, RunOptions};
+use crate::plan::{self, Job};
 use crate::report;
 use crate::runner::{self, Place, RowOptions, WorkDir};
 use crate::traffic::Amount;
@@ -37,17 +38,12 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
     for note in &missing {
         eprintln!("warning: {note}");
     }
-    let mut selected = combos::select(args.filter.as_deref());
-    if args.filter.is_none() && args.link.is_none() {
-        // KCP and mKCP rows are about lossy links; on loopback they would only slow the
-        // default run.
-        selected.retain(|c| !c.kind.udp());
-    }
+    let plan = plan::plan(&args, &skiff, &peers)?;
     if args.list {
-        print_list(&skiff, &peers, &selected);
+        print_list(&skiff, &peers, &plan.combos);
         return Ok(ExitCode::SUCCESS);
     }
-    if selected.is_empty() {
+    if plan.combos.is_empty() {
         return Err(format!(
             "no combination matches `{}`; see --list",
             args.filter.unwrap_or_default()
@@ -59,20 +55,19 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
         other => return Err(format!("--payload `{other}`: expected raw or tls")),
     };
     let started = SystemTime::now();
-    let amount = args.amount()?;
-    let mode = args.mode()?;
+    let (amount, mode, repeats) = (plan.amount, plan.mode, plan.repeats);
     let cpu_limit = match &args.cpu_limit {
         Some(text) => Some((crate::cgroup::parse_percent(text)?, args.side()?)),
         None => None,
     };
-    if args.repeats == 0 || args.parallel == 0 {
+    if repeats == 0 || args.parallel == 0 {
         return Err("--repeats and --parallel must be at least 1".into());
     }
     let opts = RowOptions {
         amount,
         mode,
         parallel: args.parallel,
-        repeats: args.repeats,
+        repeats,
         cpu_limit,
         idle: args.idle,
         latency: args.latency,
@@ -89,22 +84,10 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
     let link_text = link.as_ref().map(crate::link::Link::describe);
     let workdir = WorkDir::new().map_err(|e| format!("cannot create a scratch directory: {e}"))?;
 
-    // The matrix: the raw row, then every combination with Skiff and each peer that speaks it.
-    let mut jobs: Vec<(Combination, Option<&Implementation>)> = Vec::new();
-    for combo in &selected {
-        if combo.kind == Kind::Raw {
-            jobs.push((*combo, None));
-            continue;
-        }
-        for imp in std::iter::once(&skiff).chain(peers.iter()) {
-            if imp.supports(combo) {
-                jobs.push((*combo, Some(imp)));
-            }
-        }
-    }
+    let jobs = &plan.jobs;
     let bar = progress_bar(jobs.len() as u64);
     let mut rows = Vec::new();
-    for (combo, imp) in &jobs {
+    for Job { combo, imp } in jobs {
         let label = format!("{} · {}", combo.name, imp.map_or("direct", |i| i.name));
         bar.set_message(label.clone());
         let row = runner::run_row(combo, *imp, &opts, &place, &workdir.0, &|step| {
@@ -124,7 +107,10 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
     if args.iperf3 && link.is_none() && opts.tls.is_none() {
         bar.set_message("iperf3 cross-check");
         rows.extend(crate::iperf::cross_check(
-            &skiff, &selected, &opts, &workdir.0,
+            &skiff,
+            &plan.combos,
+            &opts,
+            &workdir.0,
         ));
     }
     bar.finish_and_clear();
@@ -163,7 +149,7 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
                 Amount::Bytes(_) => None,
             },
             parallel: args.parallel,
-            repeats: args.repeats,
+            repeats,
             direction: mode.name().into(),
             payload: args.payload.clone(),
             link: link_text,
@@ -173,6 +159,7 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
                 .map(|l| format!("{l} on {}", args.cap.to_ascii_lowercase())),
         },
         rows,
+        skipped: plan.skipped.clone(),
     };
     drop(link);
     println!("{}", report::terminal_table(&run));
@@ -188,6 +175,11 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
     if let Some(old) = &args.compare {
         let old = report::read_json(old)?;
         println!("{}", report::compare(&old, &run));
+    }
+    // Last, so it is the line a reader sees when the run is done. Skipped rows are not
+    // failures: a run where every row that could run did exits 0.
+    if let Some(line) = report::skipped_line(&run) {
+        println!("{line}");
     }
     let failed = run.rows.iter().filter(|r| r.error.is_some()).count();
     Ok(if failed == 0 {

@@ -83,6 +83,58 @@ fn list_shows_combinations_and_peers() {
     );
 }
 
+/// A stand-in for shadowsocks-libev: `ss-tunnel` and `ss-server` that print a version and
+/// exit. The bench must never start them in an upload run.
+fn fake_ss_libev(dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    for bin in ["ss-tunnel", "ss-server"] {
+        let path = dir.join(bin);
+        std::fs::write(
+            &path,
+            "#!/bin/sh\necho 'shadowsocks-libev 0.0 (stand-in)'\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+#[test]
+fn an_upload_run_skips_ss_libev_as_not_supported_and_exits_0() {
+    let base = std::env::temp_dir().join(format!("skiff-bench-skip-{}", std::process::id()));
+    let (peer_dir, out) = (base.join("ss-libev"), base.join("out"));
+    fake_ss_libev(&peer_dir);
+    let result = skiff()
+        .args(["bench", "-n", "8M", "-r", "1", "-f", "ss-aes-128-gcm"])
+        .arg("--peers")
+        .arg(format!("ss-libev={}", peer_dir.display()))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "bench failed:\n{stdout}\n{stderr}");
+    // The run's last line says what was skipped and why.
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with(
+            "skipped 1 row: ss-aes-128-gcm with ss-libev (upload): not supported by this peer: "
+        ) && last.contains("half-close"),
+        "{stdout}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    // Skiff's row ran; ss-libev has no row, only its skip record.
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{json}");
+    assert_eq!(rows[0]["implementation"], "skiff");
+    assert!(rows[0]["error"].is_null(), "{json}");
+    assert_eq!(json["skipped"][0]["implementation"], "ss-libev");
+    assert_eq!(json["skipped"][0]["direction"], "upload");
+    let _ = std::fs::remove_dir_all(&base);
+}
+
 #[test]
 fn tls_payload_runs_end_to_end() {
     let out = std::env::temp_dir().join(format!("skiff-bench-tls-{}", std::process::id()));
