@@ -11,7 +11,7 @@ use crate::args::BenchArgs;
 use crate::combos::{Combination, Kind};
 use crate::impls::{self, Implementation};
 use crate::model::{BenchRun, BinaryInfo, Machine, Row, RunOptions};
-use crate::plan::{self, Job};
+use crate::plan::{self, Job, Plan};
 use crate::report;
 use crate::runner::{self, Place, RowOptions, WorkDir};
 use crate::traffic::Amount;
@@ -40,7 +40,7 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
     }
     let plan = plan::plan(&args, &skiff, &peers)?;
     if args.list {
-        print_list(&skiff, &peers, &plan.combos);
+        print!("{}", list(&skiff, &peers, &plan::listed(&args), &plan));
         return Ok(ExitCode::SUCCESS);
     }
     if plan.combos.is_empty() {
@@ -205,42 +205,76 @@ fn progress_bar(len: u64) -> ProgressBar {
     bar
 }
 
-fn print_list(skiff: &Implementation, peers: &[Implementation], combos: &[Combination]) {
-    println!("Combinations:");
+/// What `--list` prints: each combination with who runs it (a peer that would be skipped in
+/// this direction is marked so, and so is a combination the run leaves out until `--link`
+/// is given), then the implementations found and the peers not found.
+pub fn list(
+    skiff: &Implementation,
+    peers: &[Implementation],
+    combos: &[Combination],
+    plan: &Plan<'_>,
+) -> String {
+    let mut out = String::from("Combinations:\n");
+    let mut needs_link = false;
     for c in combos {
-        let who: Vec<&str> = std::iter::once(skiff)
-            .chain(peers.iter())
-            .filter(|i| i.supports(c))
-            .map(|i| i.name)
-            .collect();
         let who = if c.kind == Kind::Raw {
             "(no proxy)".to_string()
         } else {
-            who.join(", ")
+            std::iter::once(skiff)
+                .chain(peers.iter())
+                .filter(|i| i.supports(c))
+                .map(|i| {
+                    let skipped = plan
+                        .skipped
+                        .iter()
+                        .any(|s| s.combination == c.name && s.implementation == i.name);
+                    if skipped {
+                        format!(
+                            "{} (not supported by this peer in {})",
+                            i.name,
+                            plan.mode.name()
+                        )
+                    } else {
+                        i.name.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
         };
-        println!("  {:<16} {}  [{}]", c.name, c.about, who);
+        let left_out = !plan.combos.iter().any(|p| p.name == c.name);
+        needs_link |= left_out;
+        let mark = if left_out { " (needs --link)" } else { "" };
+        out.push_str(&format!("  {:<16} {}  [{}]{mark}\n", c.name, c.about, who));
     }
-    println!("\nImplementations:");
-    println!(
-        "  {:<10} {}  ({})",
+    if needs_link {
+        out.push_str(
+            "  (needs --link): made for lossy links, so plain runs leave it out; it runs with \
+             --link SPEC, or on loopback when named with -f\n",
+        );
+    }
+    out.push_str("\nImplementations:\n");
+    out.push_str(&format!(
+        "  {:<10} {}  ({})\n",
         "skiff",
         skiff.client.display(),
         skiff.version
-    );
+    ));
     for p in peers {
-        println!("  {:<10} {}  ({})", p.name, p.server.display(), p.version);
+        out.push_str(&format!(
+            "  {:<10} {}  ({})\n",
+            p.name,
+            p.server.display(),
+            p.version
+        ));
     }
-    let known: Vec<&str> = impls::peer_names();
-    let absent: Vec<&&str> = known
-        .iter()
-        .filter(|n| !peers.iter().any(|p| p.name == **n))
+    let absent: Vec<&str> = impls::peer_names()
+        .into_iter()
+        .filter(|n| !peers.iter().any(|p| p.name == *n))
         .collect();
     if !absent.is_empty() {
-        println!(
-            "  not found: {}",
-            absent.iter().map(|s| **s).collect::<Vec<_>>().join(", ")
-        );
+        out.push_str(&format!("  not found: {}\n", absent.join(", ")));
     }
+    out
 }
 
 fn machine() -> Machine {
@@ -275,4 +309,50 @@ fn machine() -> Machine {
 pub fn find<'a>(rows: &'a [Row], combination: &str, implementation: &str) -> Option<&'a Row> {
     rows.iter()
         .find(|r| r.combination == combination && r.implementation == implementation)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::fixture::{args, ci_peers, skiff};
+
+    fn list_for(flags: &[&str]) -> String {
+        let (skiff, peers) = (skiff(), ci_peers());
+        let args = args(flags);
+        let plan = plan::plan(&args, &skiff, &peers).unwrap();
+        list(&skiff, &peers, &plan::listed(&args), &plan)
+    }
+
+    fn line<'a>(list: &'a str, combination: &str) -> &'a str {
+        list.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{combination} ")))
+            .unwrap_or_else(|| panic!("no {combination} line in\n{list}"))
+    }
+
+    #[test]
+    fn list_shows_udp_rows_marked_as_needing_a_link() {
+        let plain = list_for(&[]);
+        for udp in ["kcp", "kcp-fast3", "mkcp"] {
+            assert!(line(&plain, udp).ends_with("(needs --link)"), "{plain}");
+        }
+        assert!(line(&plain, "kcp").contains("[skiff, kcptun]"));
+        assert!(!line(&plain, "tunnel").contains("needs --link"));
+        assert!(plain.contains("(needs --link): made for lossy links"));
+        // Named with -f they run on loopback, so they are not marked.
+        let named = list_for(&["-f", "kcp,mkcp"]);
+        assert!(!named.contains("needs --link"), "{named}");
+        assert!(line(&named, "mkcp").contains("[skiff, v2ray]"));
+    }
+
+    #[test]
+    fn list_marks_peers_the_run_would_skip() {
+        let up = list_for(&["-f", "ss-aes"]);
+        assert!(
+            line(&up, "ss-aes-128-gcm").contains("ss-libev (not supported by this peer in upload)"),
+            "{up}"
+        );
+        let down = list_for(&["-f", "ss-aes", "-d", "download"]);
+        assert!(!down.contains("not supported"), "{down}");
+        assert!(line(&down, "ss-aes-128-gcm").contains("ss-libev"));
+    }
 }

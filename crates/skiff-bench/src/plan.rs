@@ -49,11 +49,17 @@ pub fn plan<'a>(
     })
 }
 
+/// The combinations `--list` shows: what `-f` selects, UDP rows included even where the run
+/// leaves them out.
+pub fn listed(args: &BenchArgs) -> Vec<Combination> {
+    combos::select(args.filter.as_deref())
+}
+
 /// The combinations the run covers: `-f`'s if given; else all but the UDP ones, which are
 /// about lossy links and join only with `--link` (on loopback they would only slow the default
 /// run).
 pub fn selection(args: &BenchArgs) -> Vec<Combination> {
-    let mut selected = combos::select(args.filter.as_deref());
+    let mut selected = listed(args);
     if args.filter.is_none() && args.link.is_none() {
         selected.retain(|c| !c.kind.udp());
     }
@@ -206,5 +212,7 @@ mod tests {
         let udp = |p: &Plan<'_>| p.combos.iter().filter(|c| c.kind.udp()).count();
         assert_eq!(udp(&plan_for(&[], &skiff, &peers)), 0);
         assert_eq!(udp(&plan_for(&["-f", "kcp,mkcp"], &skiff, &peers)), 2);
+        // --list shows them all the same.
+        assert_eq!(listed(&args(&[])).len(), combos::ALL.len());
     }
 }

@@ -83,6 +83,25 @@ fn list_shows_combinations_and_peers() {
     );
 }
 
+#[test]
+fn list_shows_the_udp_rows_marked_as_needing_a_link() {
+    let result = skiff()
+        .args(["bench", "--list", "--peers", "none"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert!(result.status.success(), "{stdout}");
+    for udp in ["kcp", "kcp-fast3", "mkcp"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{udp} ")))
+            .unwrap_or_else(|| panic!("{udp} is not listed:\n{stdout}"));
+        assert!(line.ends_with("(needs --link)"), "{line}");
+    }
+    let tunnel = stdout.lines().find(|l| l.contains("tunnel ")).unwrap();
+    assert!(!tunnel.contains("needs --link"), "{tunnel}");
+}
+
 /// A stand-in for shadowsocks-libev: `ss-tunnel` and `ss-server` that print a version and
 /// exit. The bench must never start them in an upload run.
 fn fake_ss_libev(dir: &std::path::Path) {
