@@ -6,6 +6,7 @@ use crate::args::BenchArgs;
 use crate::combos::{self, Combination, Kind};
 use crate::impls::Implementation;
 use crate::model::Skipped;
+use crate::runner::WARM_UP_BYTES;
 use crate::traffic::{Amount, Mode};
 
 /// The prefix of every skip reason, in the report and in the run's last line.
@@ -30,6 +31,19 @@ pub struct Plan<'a> {
     pub skipped: Vec<Skipped>,
 }
 
+impl Plan<'_> {
+    /// Every byte the source sends when runs are bounded by size: each row's warm-up and its
+    /// repeats (both directions with `-d both`). None when runs are bounded by time.
+    pub fn bytes_bound(&self) -> Option<u64> {
+        let Amount::Bytes(per_run) = self.amount else {
+            return None;
+        };
+        let ways = if self.mode == Mode::Both { 2 } else { 1 };
+        let per_row = (WARM_UP_BYTES + per_run * u64::from(self.repeats)) * ways;
+        Some(per_row * self.jobs.len() as u64)
+    }
+}
+
 /// The plan for `args` with Skiff and the peers found.
 pub fn plan<'a>(
     args: &BenchArgs,
@@ -42,22 +56,25 @@ pub fn plan<'a>(
     Ok(Plan {
         amount: args.amount()?,
         mode,
-        repeats: args.repeats,
+        repeats: args.repeats(),
         combos,
         jobs,
         skipped,
     })
 }
 
-/// The combinations `--list` shows: what `-f` selects, UDP rows included even where the run
-/// leaves them out.
+/// The combinations `--list` shows: what `-f` (or `--quick`) selects, UDP rows included even
+/// where the run leaves them out.
 pub fn listed(args: &BenchArgs) -> Vec<Combination> {
-    combos::select(args.filter.as_deref())
+    match (&args.filter, args.quick) {
+        (None, true) => combos::quick(),
+        (filter, _) => combos::select(filter.as_deref()),
+    }
 }
 
-/// The combinations the run covers: `-f`'s if given; else all but the UDP ones, which are
-/// about lossy links and join only with `--link` (on loopback they would only slow the default
-/// run).
+/// The combinations the run covers: `-f`'s if given; else `--quick`'s; else all but the UDP
+/// ones, which are about lossy links and join only with `--link` (on loopback they would only
+/// slow the default run).
 pub fn selection(args: &BenchArgs) -> Vec<Combination> {
     let mut selected = listed(args);
     if args.filter.is_none() && args.link.is_none() {
@@ -153,8 +170,9 @@ pub(crate) mod fixture {
 
 #[cfg(test)]
 mod tests {
-    use super::fixture::{args, ci_peers, skiff};
+    use super::fixture::{Cli, args, ci_peers, skiff};
     use super::*;
+    use clap::Parser;
 
     fn names(jobs: &[Job<'_>]) -> Vec<String> {
         jobs.iter()
@@ -214,5 +232,40 @@ mod tests {
         assert_eq!(udp(&plan_for(&["-f", "kcp,mkcp"], &skiff, &peers)), 2);
         // --list shows them all the same.
         assert_eq!(listed(&args(&[])).len(), combos::ALL.len());
+    }
+
+    #[test]
+    fn quick_plan_is_one_small_repeat_of_the_seed_rows() {
+        let (skiff, peers) = (skiff(), ci_peers());
+        let full = plan_for(&[], &skiff, &peers);
+        let quick = plan_for(&["--quick"], &skiff, &peers);
+        assert_eq!(quick.repeats, 1);
+        let Amount::Bytes(per_run) = quick.amount else {
+            panic!("quick runs are bounded by size");
+        };
+        assert!(per_run <= 256 << 20, "{per_run}");
+        let quick_names: Vec<_> = quick.combos.iter().map(|c| c.name).collect();
+        assert_eq!(quick_names, combos::QUICK);
+        // The whole quick run moves under 4 GiB with every CI peer, against over 90 GiB for
+        // the default matrix.
+        let (q, f) = (quick.bytes_bound().unwrap(), full.bytes_bound().unwrap());
+        assert!(q < 4 << 30, "quick moves {q} bytes");
+        assert!(f > 90 << 30, "default moves {f} bytes");
+        // The ss-libev row is skipped in quick mode too, not failed.
+        assert!(quick.skipped.iter().any(|s| s.implementation == "ss-libev"));
+        // Explicit flags still win over --quick's defaults.
+        let wide = plan_for(&["--quick", "-n", "1G", "-r", "2"], &skiff, &peers);
+        assert!(matches!(wide.amount, Amount::Bytes(b) if b == 1 << 30));
+        assert_eq!(wide.repeats, 2);
+        let filtered = plan_for(&["--quick", "-f", "vless-ws"], &skiff, &peers);
+        assert_eq!(filtered.combos.len(), 1);
+    }
+
+    #[test]
+    fn quick_does_not_combine_with_a_link() {
+        assert!(
+            Cli::try_parse_from(["bench", "--quick", "--link", "delay=10ms"]).is_err(),
+            "--quick is for loopback"
+        );
     }
 }

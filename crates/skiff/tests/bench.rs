@@ -155,6 +155,40 @@ fn an_upload_run_skips_ss_libev_as_not_supported_and_exits_0() {
 }
 
 #[test]
+fn quick_is_documented_and_lists_only_the_seed_rows() {
+    let help = skiff().args(["bench", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("--quick") && help.contains("under a minute"),
+        "{help}"
+    );
+    let result = skiff()
+        .args(["bench", "--quick", "--list", "--peers", "none"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert!(result.status.success(), "{stdout}");
+    let listed: Vec<&str> = stdout
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "raw",
+            "tunnel",
+            "vless-tls",
+            "trojan-tls",
+            "ss-aes-128-gcm",
+            "vmess-ws-tls"
+        ],
+        "{stdout}"
+    );
+}
+
+#[test]
 fn tls_payload_runs_end_to_end() {
     let out = std::env::temp_dir().join(format!("skiff-bench-tls-{}", std::process::id()));
     let result = skiff()
