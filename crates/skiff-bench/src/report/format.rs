@@ -82,7 +82,8 @@ pub(crate) fn options(o: &RunOptions) -> String {
     if let Some(s) = o.duration_secs {
         parts.push(format!("{} s per run", num(s)));
     }
-    parts.push(format!("{} repeats", o.repeats));
+    let plural = if o.repeats == 1 { "" } else { "s" };
+    parts.push(format!("{} repeat{plural}", o.repeats));
     parts.push(format!("parallel {}", o.parallel));
     parts.push(o.direction.clone());
     parts.push(format!("{} payload", o.payload));
@@ -202,6 +203,8 @@ mod tests {
         );
         o.cpu_limit = Some("15% on b".into());
         assert!(options(&o).ends_with(", CPU limit 15% on b"));
+        o.repeats = 1;
+        assert!(options(&o).contains(", 1 repeat, "), "{}", options(&o));
     }
 
     #[test]
