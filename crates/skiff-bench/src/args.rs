@@ -8,7 +8,8 @@ use crate::traffic::{Amount, Mode};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
-    /// Bytes per run, e.g. 256M, 1G (default 1G; with --link, 20 s runs instead).
+    /// Bytes per run, e.g. 256M, 1G (default 1G; with --quick, 256M; with --link, 20 s runs
+    /// instead).
     #[arg(short = 'n', long, value_name = "SIZE")]
     pub size: Option<String>,
     /// Run for a duration instead of a size, e.g. 30s.
@@ -17,9 +18,14 @@ pub struct BenchArgs {
     /// Parallel connections per run.
     #[arg(short = 'P', long, default_value_t = 1, value_name = "N")]
     pub parallel: u32,
-    /// Repeats per row; the table shows min / median / max.
-    #[arg(short = 'r', long, default_value_t = 3, value_name = "N")]
-    pub repeats: u32,
+    /// Repeats per row; the table shows min / median / max (default 3; with --quick, 1).
+    #[arg(short = 'r', long, value_name = "N")]
+    pub repeats: Option<u32>,
+    /// A first look in under a minute: one 256 MiB run of each seed row (raw, tunnel,
+    /// vless-tls, trojan-tls, ss-aes-128-gcm, vmess-ws-tls) with every peer found. -n, -t, -r
+    /// and -f still apply. Loopback only.
+    #[arg(long, conflicts_with = "link")]
+    pub quick: bool,
     /// Which way the bulk data flows: upload (A→D), download (D→A) or both (default upload;
     /// with --link, download, as the reports measured lossy links).
     #[arg(short = 'd', long, value_name = "DIR")]
@@ -67,6 +73,10 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PATH")]
     pub skiff: Option<PathBuf>,
 }
+
+/// Bytes per run with `--quick`. B's and C's CPU time comes in 10 ms ticks, so 256 MiB
+/// resolves CPU-s/GiB to 0.04 (64 MiB only to 0.16, and a fast row often read 0).
+pub const QUICK_BYTES: u64 = 256 << 20;
 
 /// Parses sizes such as 512K, 256M, 1G, 1.5G, 1000000 (binary multiples).
 pub fn parse_size(text: &str) -> Result<u64, String> {
@@ -126,7 +136,17 @@ impl BenchArgs {
             (Some(s), None) => Ok(Amount::Bytes(parse_size(s)?)),
             // A lossy link may carry well under 1 Mbit/s: bound the run by time, not size.
             (None, None) if self.link.is_some() => Ok(Amount::Duration(Duration::from_secs(20))),
+            (None, None) if self.quick => Ok(Amount::Bytes(QUICK_BYTES)),
             (None, None) => Ok(Amount::Bytes(1 << 30)),
+        }
+    }
+
+    /// Repeats per row: `-r`, else 1 with `--quick`, else 3.
+    pub fn repeats(&self) -> u32 {
+        match self.repeats {
+            Some(n) => n,
+            None if self.quick => 1,
+            None => 3,
         }
     }
 

@@ -8,9 +8,10 @@ use std::time::{Duration, SystemTime};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::args::BenchArgs;
-use crate::combos::{self, Combination, Kind};
+use crate::combos::{Combination, Kind};
 use crate::impls::{self, Implementation};
 use crate::model::{BenchRun, BinaryInfo, Machine, Row, RunOptions};
+use crate::plan::{self, Job, Plan};
 use crate::report;
 use crate::runner::{self, Place, RowOptions, WorkDir};
 use crate::traffic::Amount;
@@ -37,17 +38,12 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
     for note in &missing {
         eprintln!("warning: {note}");
     }
-    let mut selected = combos::select(args.filter.as_deref());
-    if args.filter.is_none() && args.link.is_none() {
-        // KCP and mKCP rows are about lossy links; on loopback they would only slow the
-        // default run.
-        selected.retain(|c| !c.kind.udp());
-    }
+    let plan = plan::plan(&args, &skiff, &peers)?;
     if args.list {
-        print_list(&skiff, &peers, &selected);
+        print!("{}", list(&skiff, &peers, &plan::listed(&args), &plan));
         return Ok(ExitCode::SUCCESS);
     }
-    if selected.is_empty() {
+    if plan.combos.is_empty() {
         return Err(format!(
             "no combination matches `{}`; see --list",
             args.filter.unwrap_or_default()
@@ -59,20 +55,19 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
         other => return Err(format!("--payload `{other}`: expected raw or tls")),
     };
     let started = SystemTime::now();
-    let amount = args.amount()?;
-    let mode = args.mode()?;
+    let (amount, mode, repeats) = (plan.amount, plan.mode, plan.repeats);
     let cpu_limit = match &args.cpu_limit {
         Some(text) => Some((crate::cgroup::parse_percent(text)?, args.side()?)),
         None => None,
     };
-    if args.repeats == 0 || args.parallel == 0 {
+    if repeats == 0 || args.parallel == 0 {
         return Err("--repeats and --parallel must be at least 1".into());
     }
     let opts = RowOptions {
         amount,
         mode,
         parallel: args.parallel,
-        repeats: args.repeats,
+        repeats,
         cpu_limit,
         idle: args.idle,
         latency: args.latency,
@@ -89,22 +84,10 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
     let link_text = link.as_ref().map(crate::link::Link::describe);
     let workdir = WorkDir::new().map_err(|e| format!("cannot create a scratch directory: {e}"))?;
 
-    // The matrix: the raw row, then every combination with Skiff and each peer that speaks it.
-    let mut jobs: Vec<(Combination, Option<&Implementation>)> = Vec::new();
-    for combo in &selected {
-        if combo.kind == Kind::Raw {
-            jobs.push((*combo, None));
-            continue;
-        }
-        for imp in std::iter::once(&skiff).chain(peers.iter()) {
-            if imp.supports(combo) {
-                jobs.push((*combo, Some(imp)));
-            }
-        }
-    }
+    let jobs = &plan.jobs;
     let bar = progress_bar(jobs.len() as u64);
     let mut rows = Vec::new();
-    for (combo, imp) in &jobs {
+    for Job { combo, imp } in jobs {
         let label = format!("{} · {}", combo.name, imp.map_or("direct", |i| i.name));
         bar.set_message(label.clone());
         let row = runner::run_row(combo, *imp, &opts, &place, &workdir.0, &|step| {
@@ -124,7 +107,10 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
     if args.iperf3 && link.is_none() && opts.tls.is_none() {
         bar.set_message("iperf3 cross-check");
         rows.extend(crate::iperf::cross_check(
-            &skiff, &selected, &opts, &workdir.0,
+            &skiff,
+            &plan.combos,
+            &opts,
+            &workdir.0,
         ));
     }
     bar.finish_and_clear();
@@ -163,7 +149,7 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
                 Amount::Bytes(_) => None,
             },
             parallel: args.parallel,
-            repeats: args.repeats,
+            repeats,
             direction: mode.name().into(),
             payload: args.payload.clone(),
             link: link_text,
@@ -173,6 +159,7 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
                 .map(|l| format!("{l} on {}", args.cap.to_ascii_lowercase())),
         },
         rows,
+        skipped: plan.skipped.clone(),
     };
     drop(link);
     println!("{}", report::terminal_table(&run));
@@ -188,6 +175,11 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
     if let Some(old) = &args.compare {
         let old = report::read_json(old)?;
         println!("{}", report::compare(&old, &run));
+    }
+    // Last, so it is the line a reader sees when the run is done. Skipped rows are not
+    // failures: a run where every row that could run did exits 0.
+    if let Some(line) = report::skipped_line(&run) {
+        println!("{line}");
     }
     let failed = run.rows.iter().filter(|r| r.error.is_some()).count();
     Ok(if failed == 0 {
@@ -213,42 +205,76 @@ fn progress_bar(len: u64) -> ProgressBar {
     bar
 }
 
-fn print_list(skiff: &Implementation, peers: &[Implementation], combos: &[Combination]) {
-    println!("Combinations:");
+/// What `--list` prints: each combination with who runs it (a peer that would be skipped in
+/// this direction is marked so, and so is a combination the run leaves out until `--link`
+/// is given), then the implementations found and the peers not found.
+pub fn list(
+    skiff: &Implementation,
+    peers: &[Implementation],
+    combos: &[Combination],
+    plan: &Plan<'_>,
+) -> String {
+    let mut out = String::from("Combinations:\n");
+    let mut needs_link = false;
     for c in combos {
-        let who: Vec<&str> = std::iter::once(skiff)
-            .chain(peers.iter())
-            .filter(|i| i.supports(c))
-            .map(|i| i.name)
-            .collect();
         let who = if c.kind == Kind::Raw {
             "(no proxy)".to_string()
         } else {
-            who.join(", ")
+            std::iter::once(skiff)
+                .chain(peers.iter())
+                .filter(|i| i.supports(c))
+                .map(|i| {
+                    let skipped = plan
+                        .skipped
+                        .iter()
+                        .any(|s| s.combination == c.name && s.implementation == i.name);
+                    if skipped {
+                        format!(
+                            "{} (not supported by this peer in {})",
+                            i.name,
+                            plan.mode.name()
+                        )
+                    } else {
+                        i.name.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
         };
-        println!("  {:<16} {}  [{}]", c.name, c.about, who);
+        let left_out = !plan.combos.iter().any(|p| p.name == c.name);
+        needs_link |= left_out;
+        let mark = if left_out { " (needs --link)" } else { "" };
+        out.push_str(&format!("  {:<16} {}  [{}]{mark}\n", c.name, c.about, who));
     }
-    println!("\nImplementations:");
-    println!(
-        "  {:<10} {}  ({})",
+    if needs_link {
+        out.push_str(
+            "  (needs --link): made for lossy links, so plain runs leave it out; it runs with \
+             --link SPEC, or on loopback when named with -f\n",
+        );
+    }
+    out.push_str("\nImplementations:\n");
+    out.push_str(&format!(
+        "  {:<10} {}  ({})\n",
         "skiff",
         skiff.client.display(),
         skiff.version
-    );
+    ));
     for p in peers {
-        println!("  {:<10} {}  ({})", p.name, p.server.display(), p.version);
+        out.push_str(&format!(
+            "  {:<10} {}  ({})\n",
+            p.name,
+            p.server.display(),
+            p.version
+        ));
     }
-    let known: Vec<&str> = impls::peer_names();
-    let absent: Vec<&&str> = known
-        .iter()
-        .filter(|n| !peers.iter().any(|p| p.name == **n))
+    let absent: Vec<&str> = impls::peer_names()
+        .into_iter()
+        .filter(|n| !peers.iter().any(|p| p.name == *n))
         .collect();
     if !absent.is_empty() {
-        println!(
-            "  not found: {}",
-            absent.iter().map(|s| **s).collect::<Vec<_>>().join(", ")
-        );
+        out.push_str(&format!("  not found: {}\n", absent.join(", ")));
     }
+    out
 }
 
 fn machine() -> Machine {
@@ -283,4 +309,50 @@ fn machine() -> Machine {
 pub fn find<'a>(rows: &'a [Row], combination: &str, implementation: &str) -> Option<&'a Row> {
     rows.iter()
         .find(|r| r.combination == combination && r.implementation == implementation)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::fixture::{args, ci_peers, skiff};
+
+    fn list_for(flags: &[&str]) -> String {
+        let (skiff, peers) = (skiff(), ci_peers());
+        let args = args(flags);
+        let plan = plan::plan(&args, &skiff, &peers).unwrap();
+        list(&skiff, &peers, &plan::listed(&args), &plan)
+    }
+
+    fn line<'a>(list: &'a str, combination: &str) -> &'a str {
+        list.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{combination} ")))
+            .unwrap_or_else(|| panic!("no {combination} line in\n{list}"))
+    }
+
+    #[test]
+    fn list_shows_udp_rows_marked_as_needing_a_link() {
+        let plain = list_for(&[]);
+        for udp in ["kcp", "kcp-fast3", "mkcp"] {
+            assert!(line(&plain, udp).ends_with("(needs --link)"), "{plain}");
+        }
+        assert!(line(&plain, "kcp").contains("[skiff, kcptun]"));
+        assert!(!line(&plain, "tunnel").contains("needs --link"));
+        assert!(plain.contains("(needs --link): made for lossy links"));
+        // Named with -f they run on loopback, so they are not marked.
+        let named = list_for(&["-f", "kcp,mkcp"]);
+        assert!(!named.contains("needs --link"), "{named}");
+        assert!(line(&named, "mkcp").contains("[skiff, v2ray]"));
+    }
+
+    #[test]
+    fn list_marks_peers_the_run_would_skip() {
+        let up = list_for(&["-f", "ss-aes"]);
+        assert!(
+            line(&up, "ss-aes-128-gcm").contains("ss-libev (not supported by this peer in upload)"),
+            "{up}"
+        );
+        let down = list_for(&["-f", "ss-aes", "-d", "download"]);
+        assert!(!down.contains("not supported"), "{down}");
+        assert!(line(&down, "ss-aes-128-gcm").contains("ss-libev"));
+    }
 }

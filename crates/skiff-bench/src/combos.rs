@@ -210,6 +210,26 @@ pub const ALL: &[Combination] = &[
     },
 ];
 
+/// The seed rows `--quick` runs: the ceiling, the relay alone, the two setups the seed reports
+/// recommend (VLESS over TCP with TLS; VMess over WebSocket with TLS), and one row each for
+/// Trojan and Shadowsocks, so every peer the bench knows for TCP has a row.
+pub const QUICK: &[&str] = &[
+    "raw",
+    "tunnel",
+    "vless-tls",
+    "trojan-tls",
+    "ss-aes-128-gcm",
+    "vmess-ws-tls",
+];
+
+/// The `--quick` combinations, in [`ALL`]'s order.
+pub fn quick() -> Vec<Combination> {
+    ALL.iter()
+        .filter(|c| QUICK.contains(&c.name))
+        .copied()
+        .collect()
+}
+
 /// The combinations whose name matches any of the comma-separated `filter` words (substring
 /// match; an exact name wins so `raw` does not pull in `raw-tls`). No filter: all.
 pub fn select(filter: Option<&str>) -> Vec<Combination> {
@@ -265,5 +285,14 @@ mod tests {
             .map(|c| c.name)
             .collect();
         assert_eq!(udp, ["kcp", "kcp-fast3", "mkcp"]);
+    }
+
+    #[test]
+    fn quick_rows_are_known_tcp_combinations_in_order() {
+        let names: Vec<_> = quick().iter().map(|c| c.name).collect();
+        // Every name is a combination (a typo would drop the row silently), listed in ALL's
+        // order, and none needs a lossy link.
+        assert_eq!(names, QUICK);
+        assert!(quick().iter().all(|c| !c.kind.udp()));
     }
 }

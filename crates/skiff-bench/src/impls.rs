@@ -585,15 +585,16 @@ impl Implementation {
         }
     }
 
-    /// Why this implementation cannot measure `mode` at all, if it cannot: the row then shows
-    /// the reason instead of a transfer error.
+    /// Why this implementation cannot measure `mode` at all, if it cannot: the plan then
+    /// skips its rows as not supported by this peer, with this reason, instead of running
+    /// them into a transfer error.
     pub fn cannot_measure(&self, mode: crate::traffic::Mode) -> Option<&'static str> {
         use crate::traffic::Mode;
         match (self.flavor, mode) {
             // ss-libev closes both directions at the first FIN (no TCP half-close), so the
             // sink's byte count after an upload never comes back.
             (Flavor::SsLibev, Mode::Upload | Mode::Both) => Some(
-                "ss-libev has no TCP half-close (the first FIN closes both ways): measure it with -d download",
+                "ss-libev has no TCP half-close (its first FIN closes both ways), measure it with -d download",
             ),
             _ => None,
         }

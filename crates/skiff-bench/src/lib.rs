@@ -10,6 +10,7 @@ pub mod iperf;
 pub mod link;
 pub mod model;
 pub mod netlab;
+pub mod plan;
 pub mod process;
 pub mod report;
 pub mod runner;

@@ -12,6 +12,20 @@ pub struct BenchRun {
     pub binaries: Vec<BinaryInfo>,
     pub options: RunOptions,
     pub rows: Vec<Row>,
+    /// Rows left out before the run because the peer cannot run them as asked (absent from
+    /// results.json written before they were recorded).
+    #[serde(default)]
+    pub skipped: Vec<Skipped>,
+}
+
+/// A combination a peer speaks but cannot run in this run's direction, so it was not run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Skipped {
+    pub combination: String,
+    pub implementation: String,
+    pub direction: String,
+    /// Why, in the peer's words, e.g. "ss-libev has no TCP half-close …".
+    pub reason: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

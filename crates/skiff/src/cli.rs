@@ -38,6 +38,12 @@ pub enum Command {
     },
     /// Measure Skiff (and the peers installed here) the way the community's reports do:
     /// source → proxy client → proxy server → sink, throughput, CPU per GiB and memory.
+    ///
+    /// Plain `skiff bench` runs every TCP combination with every peer found, 3 × 1 GiB per row:
+    /// minutes (on 2 cores about 1 with Skiff alone, 3–6 with the peers CI installs and Xray).
+    /// `--quick` is a first look in under a minute. Rows a peer cannot run in the chosen
+    /// direction are skipped as "not supported by this peer" and listed at the end; they do
+    /// not fail the run.
     Bench(Box<skiff_bench::BenchArgs>),
     /// Print the version.
     Version,

@@ -84,6 +84,111 @@ fn list_shows_combinations_and_peers() {
 }
 
 #[test]
+fn list_shows_the_udp_rows_marked_as_needing_a_link() {
+    let result = skiff()
+        .args(["bench", "--list", "--peers", "none"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert!(result.status.success(), "{stdout}");
+    for udp in ["kcp", "kcp-fast3", "mkcp"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{udp} ")))
+            .unwrap_or_else(|| panic!("{udp} is not listed:\n{stdout}"));
+        assert!(line.ends_with("(needs --link)"), "{line}");
+    }
+    let tunnel = stdout.lines().find(|l| l.contains("tunnel ")).unwrap();
+    assert!(!tunnel.contains("needs --link"), "{tunnel}");
+}
+
+/// A stand-in for shadowsocks-libev: `ss-tunnel` and `ss-server` that print a version and
+/// exit. The bench must never start them in an upload run.
+fn fake_ss_libev(dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    for bin in ["ss-tunnel", "ss-server"] {
+        let path = dir.join(bin);
+        std::fs::write(
+            &path,
+            "#!/bin/sh\necho 'shadowsocks-libev 0.0 (stand-in)'\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+#[test]
+fn an_upload_run_skips_ss_libev_as_not_supported_and_exits_0() {
+    let base = std::env::temp_dir().join(format!("skiff-bench-skip-{}", std::process::id()));
+    let (peer_dir, out) = (base.join("ss-libev"), base.join("out"));
+    fake_ss_libev(&peer_dir);
+    let result = skiff()
+        .args(["bench", "-n", "8M", "-r", "1", "-f", "ss-aes-128-gcm"])
+        .arg("--peers")
+        .arg(format!("ss-libev={}", peer_dir.display()))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "bench failed:\n{stdout}\n{stderr}");
+    // The run's last line says what was skipped and why.
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with(
+            "skipped 1 row: ss-aes-128-gcm with ss-libev (upload): not supported by this peer: "
+        ) && last.contains("half-close"),
+        "{stdout}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    // Skiff's row ran; ss-libev has no row, only its skip record.
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{json}");
+    assert_eq!(rows[0]["implementation"], "skiff");
+    assert!(rows[0]["error"].is_null(), "{json}");
+    assert_eq!(json["skipped"][0]["implementation"], "ss-libev");
+    assert_eq!(json["skipped"][0]["direction"], "upload");
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+#[test]
+fn quick_is_documented_and_lists_only_the_seed_rows() {
+    let help = skiff().args(["bench", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("--quick") && help.contains("under a minute"),
+        "{help}"
+    );
+    let result = skiff()
+        .args(["bench", "--quick", "--list", "--peers", "none"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert!(result.status.success(), "{stdout}");
+    let listed: Vec<&str> = stdout
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "raw",
+            "tunnel",
+            "vless-tls",
+            "trojan-tls",
+            "ss-aes-128-gcm",
+            "vmess-ws-tls"
+        ],
+        "{stdout}"
+    );
+}
+
+#[test]
 fn tls_payload_runs_end_to_end() {
     let out = std::env::temp_dir().join(format!("skiff-bench-tls-{}", std::process::id()));
     let result = skiff()

@@ -1,10 +1,11 @@
 //! A small but awkward run for the report tests: a raw baseline, three proxy combinations with
-//! two or three implementations each, a failed row, and idle/latency figures on some rows only.
+//! two or three implementations each, a failed row, a skipped one, and idle/latency figures on
+//! some rows only.
 
 use std::path::PathBuf;
 
 use crate::model::{
-    BenchRun, BinaryInfo, IdleMemory, Latency, Machine, Row, RunOptions, Sample, Summary,
+    BenchRun, BinaryInfo, IdleMemory, Latency, Machine, Row, RunOptions, Sample, Skipped, Summary,
 };
 use crate::stats::summarize;
 
@@ -138,6 +139,12 @@ pub(crate) fn run() -> BenchRun {
             row("tunnel", "skiff", &[(12000.0, 0.5, 0.55)]),
             row("tunnel", "v2ray", &[(8000.0, 1.2, 1.25)]),
         ],
+        skipped: vec![Skipped {
+            combination: "ss-chacha20".into(),
+            implementation: "ss-libev".into(),
+            direction: "upload".into(),
+            reason: "not supported by this peer: no half-close | use -d download".into(),
+        }],
     }
 }
 

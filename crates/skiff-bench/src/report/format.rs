@@ -1,7 +1,7 @@
 //! How numbers and run facts are written, shared by every report so the terminal table,
 //! results.md and the chart never disagree about a figure.
 
-use crate::model::{Machine, RunOptions, Stat};
+use crate::model::{Machine, RunOptions, Skipped, Stat};
 
 /// The implementation name of the raw row: source and sink talk directly, with no proxy.
 pub(crate) const RAW: &str = "-";
@@ -82,7 +82,8 @@ pub(crate) fn options(o: &RunOptions) -> String {
     if let Some(s) = o.duration_secs {
         parts.push(format!("{} s per run", num(s)));
     }
-    parts.push(format!("{} repeats", o.repeats));
+    let plural = if o.repeats == 1 { "" } else { "s" };
+    parts.push(format!("{} repeat{plural}", o.repeats));
     parts.push(format!("parallel {}", o.parallel));
     parts.push(o.direction.clone());
     parts.push(format!("{} payload", o.payload));
@@ -93,6 +94,45 @@ pub(crate) fn options(o: &RunOptions) -> String {
         parts.push(format!("CPU limit {c}"));
     }
     parts.join(", ")
+}
+
+/// The rows a run skipped, in one line, those with the same peer, direction and reason
+/// together, e.g. "skipped 2 rows: ss-aes-128-gcm, ss-chacha20 with ss-libev (upload): not
+/// supported by this peer: …". None when nothing was skipped.
+pub(crate) fn skipped(skipped: &[Skipped]) -> Option<String> {
+    if skipped.is_empty() {
+        return None;
+    }
+    let mut groups: Vec<(&Skipped, Vec<&str>)> = Vec::new();
+    for s in skipped {
+        let same = |g: &Skipped| {
+            g.implementation == s.implementation
+                && g.direction == s.direction
+                && g.reason == s.reason
+        };
+        match groups.iter_mut().find(|(g, _)| same(g)) {
+            Some((_, combos)) => combos.push(&s.combination),
+            None => groups.push((s, vec![&s.combination])),
+        }
+    }
+    let parts: Vec<String> = groups
+        .iter()
+        .map(|(s, combos)| {
+            format!(
+                "{} with {} ({}): {}",
+                combos.join(", "),
+                s.implementation,
+                s.direction,
+                s.reason
+            )
+        })
+        .collect();
+    let n = skipped.len();
+    Some(format!(
+        "skipped {n} row{}: {}",
+        if n == 1 { "" } else { "s" },
+        parts.join("; ")
+    ))
 }
 
 /// The machine in one line, e.g. "AMD EPYC 7B13, 2 cores, 24 GiB RAM, kernel 6.1.0".
@@ -163,5 +203,39 @@ mod tests {
         );
         o.cpu_limit = Some("15% on b".into());
         assert!(options(&o).ends_with(", CPU limit 15% on b"));
+        o.repeats = 1;
+        assert!(options(&o).contains(", 1 repeat, "), "{}", options(&o));
+    }
+
+    #[test]
+    fn skipped_rows_fit_one_line_grouped_by_peer_and_reason() {
+        assert_eq!(skipped(&[]), None);
+        let skip = |combination: &str, implementation: &str, reason: &str| Skipped {
+            combination: combination.into(),
+            implementation: implementation.into(),
+            direction: "upload".into(),
+            reason: reason.into(),
+        };
+        let line = skipped(&[
+            skip(
+                "ss-aes-128-gcm",
+                "ss-libev",
+                "not supported by this peer: no half-close",
+            ),
+            skip(
+                "ss-chacha20",
+                "ss-libev",
+                "not supported by this peer: no half-close",
+            ),
+            skip("vless-tls", "other", "not supported by this peer: no TLS"),
+        ])
+        .unwrap();
+        assert_eq!(
+            line,
+            "skipped 3 rows: ss-aes-128-gcm, ss-chacha20 with ss-libev (upload): not supported \
+             by this peer: no half-close; vless-tls with other (upload): not supported by this \
+             peer: no TLS"
+        );
+        assert!(!line.contains('\n'));
     }
 }

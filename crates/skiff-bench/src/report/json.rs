@@ -68,6 +68,19 @@ mod tests {
     }
 
     #[test]
+    fn reads_results_written_before_skipped_rows_were_recorded() {
+        let old =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/bench/results.json");
+        assert!(
+            !std::fs::read_to_string(&old)
+                .unwrap()
+                .contains("\"skipped\"")
+        );
+        let run = read_json(&old).unwrap();
+        assert!(!run.rows.is_empty() && run.skipped.is_empty());
+    }
+
+    #[test]
     fn errors_name_the_file() {
         let dir = fixture::temp_dir("json_errors");
         let missing = dir.join("missing.json");

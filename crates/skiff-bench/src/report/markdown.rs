@@ -151,6 +151,17 @@ fn results(md: &mut String, run: &BenchRun) {
             let _ = writeln!(md, "| {} |", cells.join(" | "));
         }
     }
+    if let Some(line) = format::skipped(&run.skipped) {
+        let _ = writeln!(md, "\n{}", esc(&capitalized(&line)));
+    }
+}
+
+/// `line` with its first letter upper-case, to start a paragraph.
+fn capitalized(line: &str) -> String {
+    let mut chars = line.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
 }
 
 /// The five `median (min–max)` cells every row has, "-" where there is nothing to show.
@@ -257,6 +268,15 @@ mod tests {
         for l in body {
             assert_eq!(cells(l), header, "{l}");
         }
+        // The skipped row is not in the table but named below it, with its reason, escaped.
+        assert!(!md.contains("| ss-chacha20 |"));
+        assert!(
+            md.contains(
+                "\nSkipped 1 row: ss-chacha20 with ss-libev (upload): not supported by this \
+                 peer: no half-close \\| use -d download\n"
+            ),
+            "{md}"
+        );
     }
 
     #[test]

@@ -26,6 +26,11 @@ pub use markdown::markdown;
 pub use svg::svg_chart;
 pub use table::{Charset, terminal_table, terminal_table_with};
 
+/// The one line that says which rows the run skipped and why, if it skipped any.
+pub fn skipped_line(run: &BenchRun) -> Option<String> {
+    format::skipped(&run.skipped)
+}
+
 /// Writes results.json, results.md and chart.svg into `dir` (created if missing) and returns
 /// their paths in that order.
 ///
