@@ -468,6 +468,16 @@ async fn fall_back(
     session: &LayerSession,
 ) {
     let first = stream.take_read_residue().unwrap_or_default();
+    let chain = shared.fallback_chains.chain_of(meta.source);
+    let me = fallback::inbound_id(inbound);
+    if chain.contains(&me) {
+        // Our own fallback brought this connection back to an inbound it already left: a
+        // loop in the config. Going round again would only open connections until the
+        // descriptors run out.
+        tracing::warn!(inbound = %inbound.tag, "fallback loop: this connection came back through this inbound's own fallback chain; closing");
+        let _ = timeout(CLOSE_NOTIFY_TIMEOUT, stream.shutdown()).await;
+        return;
+    }
     let Some(fallback) = fallback::select(&inbound.fallbacks, session, &first) else {
         debug!(inbound = %inbound.tag, source = %meta.source, "not a valid request and no fallback; closing");
         // Xray closes through its TLS connection: a close_notify (given 250 ms) before the
@@ -490,6 +500,8 @@ async fn fall_back(
         meta.local,
         &policy,
         &counters,
+        &shared.fallback_chains,
+        chain.iter().copied().chain([me]).collect(),
     )
     .await
     {

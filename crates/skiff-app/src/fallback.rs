@@ -3,8 +3,10 @@
 //! website. Selection follows Xray (spec/vless.md §6): by TLS SNI (`name`), then negotiated
 //! ALPN, then the HTTP request path. One mechanism, shared by every protocol that falls back.
 
+use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use skiff_config::{FallbackDest, FallbackPlan};
@@ -15,6 +17,59 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpStream, UnixStream};
 
 use crate::stack::LayerSession;
+
+/// The fallback connections this instance has open to TCP listeners, by their local address
+/// (which a listener of ours sees as the peer), each with the inbounds it already passed
+/// through. A fallback that points back at one of our own listeners, directly or through
+/// other inbounds, would otherwise turn one probe into connections until the descriptors run
+/// out: a connection that arrives through our own fallback chain and would fall back from an
+/// inbound already on that chain is closed instead.
+#[derive(Default)]
+pub struct FallbackChains {
+    open: Mutex<HashMap<SocketAddr, Arc<[usize]>>>,
+}
+
+/// An open fallback connection's entry in [`FallbackChains`]; removed on drop.
+pub struct ChainEntry<'a> {
+    chains: &'a FallbackChains,
+    local: SocketAddr,
+}
+
+impl Drop for ChainEntry<'_> {
+    fn drop(&mut self) {
+        self.chains.lock().remove(&self.local);
+    }
+}
+
+impl FallbackChains {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SocketAddr, Arc<[usize]>>> {
+        // The map stays consistent whatever a panicking holder did: no invariant spans calls.
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The inbounds (by [`inbound_id`]) a connection from `peer` already passed through as a
+    /// fallback of ours: empty for any connection we did not dial ourselves.
+    pub fn chain_of(&self, peer: SocketAddr) -> Arc<[usize]> {
+        self.lock()
+            .get(&peer)
+            .cloned()
+            .unwrap_or_else(|| Arc::new([]))
+    }
+
+    /// Records the fallback connection dialed from `local`, having passed through `chain`.
+    pub fn enter(&self, local: SocketAddr, chain: Arc<[usize]>) -> ChainEntry<'_> {
+        self.lock().insert(local, chain);
+        ChainEntry {
+            chains: self,
+            local,
+        }
+    }
+}
+
+/// An inbound's identity on a fallback chain (its handler's address: unique while it lives).
+pub fn inbound_id<T>(inbound: &T) -> usize {
+    std::ptr::from_ref(inbound) as usize
+}
 
 /// Picks the fallback for a connection, or None when no entry applies.
 /// `first` is the first bytes the client sent (for the path).
@@ -112,6 +167,9 @@ pub fn request_path(first: &[u8]) -> Option<String> {
 
 /// Connects to the fallback's destination (a few quick retries, as Xray does), sends the PROXY
 /// header if asked, then relays the client's stream (which replays what was already read).
+/// The dialed connection is recorded in `chains` with `chain` (the inbounds it has passed
+/// through, this one last) while it lasts.
+#[allow(clippy::too_many_arguments)]
 pub async fn serve(
     client: BoxStream,
     fallback: &FallbackPlan,
@@ -119,6 +177,8 @@ pub async fn serve(
     local: SocketAddr,
     policy: &RelayPolicy,
     counters: &RelayCounters,
+    chains: &FallbackChains,
+    chain: Arc<[usize]>,
 ) -> io::Result<()> {
     let mut delay = Duration::from_millis(100);
     let mut server = None;
@@ -138,6 +198,10 @@ pub async fn serve(
         Some(s) => s,
         None => dial(&fallback.dest).await?,
     };
+    let _entry = server
+        .raw_tcp()
+        .and_then(|tcp| tcp.local_addr().ok())
+        .map(|dialed_from| chains.enter(dialed_from, chain));
     if fallback.xver > 0 {
         let mut header = Vec::with_capacity(64);
         proxy_protocol::encode_xver(fallback.xver, Some((source, local)), &mut header);

@@ -65,6 +65,7 @@ impl Running {
             stats,
             access: AccessLog::open(&plan.log.access)?,
             cut: cut_signal,
+            fallback_chains: Default::default(),
         });
         let (shutdown, _) = watch::channel(false);
         let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));

@@ -10,6 +10,7 @@ use skiff_core::{Address, DirectionCounters, Metadata, RelayCounters, RelayPolic
 use tokio::sync::watch;
 
 use crate::access_log::AccessLog;
+use crate::fallback::FallbackChains;
 use crate::inbound::InboundHandler;
 use crate::outbounds::OutboundHandler;
 use crate::router::{Route, Router};
@@ -25,6 +26,8 @@ pub struct Shared {
     pub access: AccessLog,
     /// Turns true when the shutdown's grace period is over: relays still running reset.
     pub cut: watch::Receiver<bool>,
+    /// Open fallback connections to our own kind of listener, for loop detection.
+    pub fallback_chains: FallbackChains,
 }
 
 impl Shared {

@@ -2,6 +2,7 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
+use super::fallback_loops;
 use super::unique_tags::UniqueTags;
 use super::{error_count, lower, protocols, stream};
 use crate::diag::Diagnostic;
@@ -12,14 +13,16 @@ use crate::source::Loc;
 
 pub fn build_inbounds(items: &[Item<RawInbound>], diags: &mut Vec<Diagnostic>) -> Vec<InboundPlan> {
     let mut tags = UniqueTags::new("inbound");
-    let mut plans = Vec::new();
+    let mut built = Vec::new();
     for item in items {
         tags.check(item.raw.tag.as_deref(), &item.loc, diags);
         if let Some(plan) = build_inbound(item, diags) {
-            plans.push(plan);
+            built.push((&item.loc, plan));
         }
     }
-    plans
+    let located: Vec<(&Loc, &InboundPlan)> = built.iter().map(|(loc, plan)| (*loc, plan)).collect();
+    fallback_loops::check(&located, diags);
+    built.into_iter().map(|(_, plan)| plan).collect()
 }
 
 fn build_inbound(item: &Item<RawInbound>, diags: &mut Vec<Diagnostic>) -> Option<InboundPlan> {

@@ -2,6 +2,7 @@
 //! on, so one run lists as many problems as possible; an item with an error is left out of
 //! the plan, and the caller discards the plan when any error was reported.
 
+mod fallback_loops;
 mod inbound;
 mod log;
 mod outbound;
