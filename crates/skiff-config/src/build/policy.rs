@@ -38,15 +38,20 @@ pub fn build_policy(item: Option<&Item<RawPolicy>>, diags: &mut Vec<Diagnostic>)
 
 fn build_level(raw: &RawLevel, loc: &Loc, diags: &mut Vec<Diagnostic>) -> LevelPolicy {
     let mut level = LevelPolicy::default();
+    // Xray decodes the four timeouts as uint32 seconds. Bounding them here also keeps every
+    // deadline the relay computes from them (`Instant + Duration`) far from overflowing.
     let mut seconds = |key: &str, value: Option<i64>, slot: &mut Duration| {
-        if let Some(v) = value {
-            match u64::try_from(v) {
-                Ok(secs) => *slot = Duration::from_secs(secs),
-                Err(_) => diags.push(
-                    loc.key(key)
-                        .error(format!("{key} must not be negative (got {v})")),
-                ),
-            }
+        let Some(v) = value else { return };
+        match u32::try_from(v) {
+            Ok(secs) => *slot = Duration::from_secs(u64::from(secs)),
+            Err(_) if v < 0 => diags.push(
+                loc.key(key)
+                    .error(format!("{key} must not be negative (got {v})")),
+            ),
+            Err(_) => diags.push(loc.key(key).error(format!(
+                "{v} is out of range, expected seconds ≤ {}",
+                u32::MAX
+            ))),
         }
     };
     seconds("handshake", raw.handshake, &mut level.handshake);
@@ -61,6 +66,11 @@ fn build_level(raw: &RawLevel, loc: &Loc, diags: &mut Vec<Diagnostic>) -> LevelP
             loc.key("bufferSize")
                 .error(format!("bufferSize must not be negative (got {v})")),
         ),
+        // int32 kilobytes in Xray.
+        Some(v) if i32::try_from(v).is_err() => diags.push(loc.key("bufferSize").error(format!(
+            "{v} is out of range, expected kilobytes ≤ {}",
+            i32::MAX
+        ))),
         Some(_) => {
             diags.push(loc.key("bufferSize").warning(
                 "bufferSize is accepted but ignored: skiff sizes its relay buffers itself",

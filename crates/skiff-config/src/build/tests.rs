@@ -862,6 +862,49 @@ fn policy_levels() {
     );
 }
 
+/// Xray reads the four timeouts as uint32 seconds; anything larger passed `check` and then
+/// overflowed `Instant + Duration` in every relay task.
+#[test]
+fn policy_durations_are_bounded_as_in_xray() {
+    let max = u32::MAX;
+    for key in ["handshake", "connIdle", "uplinkOnly", "downlinkOnly"] {
+        let plan = ok(&format!(
+            r#"{{"policy": {{"levels": {{"0": {{"{key}": {max}}}}}}}}}"#
+        ));
+        let l0 = plan.policy.level(0);
+        let got = match key {
+            "handshake" => l0.handshake,
+            "connIdle" => l0.conn_idle,
+            "uplinkOnly" => l0.uplink_only,
+            _ => l0.downlink_only,
+        };
+        assert_eq!(got, Duration::from_secs(u64::from(max)), "{key}");
+        let path = format!("policy.levels.0.{key}");
+        for (too_big, shown) in [
+            ("4294967296", "4294967296"),
+            ("9223372036854775807", "9223372036854775807"),
+        ] {
+            let errs = errors(&format!(
+                r#"{{"policy": {{"levels": {{"0": {{"{key}": {too_big}}}}}}}}}"#
+            ));
+            assert_eq!(
+                errs,
+                vec![(
+                    path.clone(),
+                    format!("{shown} is out of range, expected seconds ≤ 4294967295")
+                )],
+                "{key}: {too_big}"
+            );
+        }
+    }
+    // bufferSize is int32 kilobytes in Xray (accepted and ignored here).
+    has_error(
+        r#"{"policy": {"levels": {"0": {"bufferSize": 2147483648}}}}"#,
+        "policy.levels.0.bufferSize",
+        "2147483648 is out of range, expected kilobytes ≤ 2147483647",
+    );
+}
+
 #[test]
 fn log_settings() {
     let plan = ok(

@@ -79,8 +79,8 @@ pub struct RawPolicy {
     pub system: Option<RawSystem>,
 }
 
-/// Times are whole seconds. Signed so that a negative value gets a clear message of ours
-/// instead of serde's "invalid value".
+/// Times are whole seconds (uint32 in Xray). Signed so that a negative value gets a clear
+/// message of ours instead of serde's "invalid value".
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RawLevel {
