@@ -818,6 +818,20 @@ fn relative_certificate_files_are_found_beside_the_config() {
         message.contains(&dir.join(&sub).join("absent.pem").display().to_string()),
         "{message}"
     );
+    // A config in the working directory: one place to look, named once.
+    let diags = load_sources(&[Source {
+        name: "config.json".into(),
+        text: socks_stream(
+            r#"{"security": "tls", "tlsSettings": {"certificates": [{"certificateFile": "absent.pem", "key": "k"}]}}"#,
+        ),
+    }])
+    .unwrap_err();
+    assert!(
+        diags.iter().any(|d| d
+            .message
+            .starts_with("cannot read `absent.pem`: No such file")),
+        "{diags:?}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -256,16 +256,17 @@ fn read_beside_config(path: &str, config: &str) -> Result<String, String> {
         Ok(text) => return Ok(text),
         Err(e) => e,
     };
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let beside = Path::new(config)
         .parent()
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .map(|dir| dir.join(written));
+        .map(|dir| dir.join(written))
+        // A config in the working directory has nowhere else to look.
+        .filter(|b| cwd.join(b) != cwd.join(written));
     let beside = match beside {
         Some(b) if written.is_relative() && first.kind() == std::io::ErrorKind::NotFound => b,
         _ => return Err(format!("cannot read `{path}`: {first}")),
     };
     std::fs::read_to_string(&beside).map_err(|e| {
-        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
         format!(
             "cannot read `{path}`: not in the working directory ({}: {first}) nor beside the \
              config file ({}: {e})",
