@@ -6,6 +6,13 @@
 /// Returns `text` with every comment byte replaced by a space. Newlines (`\n`, `\r`) inside
 /// block comments are kept, and the result has exactly the length of the input.
 pub fn strip_comments(text: &str) -> String {
+    strip(text).0
+}
+
+/// [`strip_comments`], and the byte offset of the `/*` of a block comment that is never closed.
+/// Such a comment runs to the end of the file and silently hides whatever follows it, so the
+/// loader refuses it rather than guess what was meant.
+pub(crate) fn strip(text: &str) -> (String, Option<usize>) {
     #[derive(Clone, Copy, PartialEq)]
     enum State {
         Code,
@@ -18,6 +25,7 @@ pub fn strip_comments(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut state = State::Code;
+    let mut block_start = 0;
     let mut i = 0;
     while let Some(&b) = bytes.get(i) {
         let next = bytes.get(i + 1).copied();
@@ -34,6 +42,7 @@ pub fn strip_comments(text: &str) -> String {
                 }
                 (b'/', Some(b'*')) => {
                     state = State::Block;
+                    block_start = i;
                     out.extend_from_slice(b"  ");
                     i += 1;
                 }
@@ -76,14 +85,17 @@ pub fn strip_comments(text: &str) -> String {
         }
         i += 1;
     }
+    let unterminated = (state == State::Block).then_some(block_start);
     // Comments start and end at ASCII bytes, so whole UTF-8 sequences are blanked and the
     // output stays valid UTF-8; the lossy fallback is unreachable but keeps this panic-free.
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    let out = String::from_utf8(out)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    (out, unterminated)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::strip_comments;
+    use super::{strip, strip_comments};
 
     #[test]
     fn strips_all_three_styles() {
@@ -118,6 +130,18 @@ mod tests {
         assert_eq!(out.len(), text.len());
         assert_eq!(out.matches('\n').count(), 1);
         assert!(out.trim() == "1");
+        assert_eq!(strip(text).1, Some(2));
+    }
+
+    #[test]
+    fn reports_only_a_block_left_open() {
+        assert_eq!(strip("1 /* a */ /* b */").1, None);
+        assert_eq!(strip("1 /* a */ /* b").1, Some(10));
+        assert_eq!(strip("1 /* a /* b").1, Some(2));
+        // Not comments: inside a string, or after a line comment.
+        assert_eq!(strip(r#"["/*"]"#).1, None);
+        assert_eq!(strip("1 // /*\n").1, None);
+        assert_eq!(strip("1 /*/").1, Some(2));
     }
 
     #[test]

@@ -89,12 +89,35 @@ pub fn load_paths(files: &[PathBuf], confdir: Option<&Path>) -> Result<Loaded, V
         match std::fs::read(&path) {
             Ok(bytes) => match String::from_utf8(bytes) {
                 Ok(text) => sources.push(Source { name, text }),
-                Err(_) => diags.push(Diagnostic::file_error(&name, "the file is not valid UTF-8")),
+                Err(e) => diags.push(not_utf8(&name, e.as_bytes(), e.utf8_error())),
             },
             Err(e) => diags.push(Diagnostic::file_error(&name, format!("cannot read: {e}"))),
         }
     }
     load(&sources, diags)
+}
+
+/// Where a file stops being UTF-8: the byte offset (what a hex editor shows) and the
+/// line:column (what a text editor shows), with the offending byte.
+fn not_utf8(name: &str, bytes: &[u8], e: std::str::Utf8Error) -> Diagnostic {
+    let offset = e.valid_up_to();
+    let valid = bytes.get(..offset).unwrap_or_default();
+    // The prefix is valid UTF-8 by definition of `valid_up_to`.
+    let prefix = std::str::from_utf8(valid).unwrap_or_default();
+    let (line, column) = locate::line_col(prefix, offset);
+    let byte = bytes
+        .get(offset)
+        .map_or(String::new(), |b| format!(" (byte 0x{b:02X})"));
+    let mut d = Diagnostic::file_error(
+        name,
+        format!(
+            "the file is not valid UTF-8 at byte offset {offset}{byte}; config files must be \
+             UTF-8 (re-save it as UTF-8 in an editor or convert it with iconv)"
+        ),
+    );
+    d.line = line;
+    d.column = column;
+    d
 }
 
 /// The config files of a `-confdir`, sorted by file name.

@@ -178,7 +178,7 @@ mod tests {
         assert_eq!(in_tags(&m), ["socks", "x", "http"]);
         assert_eq!(
             m.inbounds[0].raw.port,
-            Some(crate::raw::values::PortSpec::Number(4321))
+            Some(crate::raw::values::PortSpec::Number(4321.into()))
         );
         assert_eq!(m.inbounds[0].loc.file.name, "002.json");
     }

@@ -184,3 +184,33 @@ fn unreadable_files_are_diagnostics_with_an_empty_path() {
     let diags = load_paths(&[], Some(&tmp.0.join("no-such-dir"))).unwrap_err();
     assert!(diags[0].message.contains("cannot read directory"));
 }
+
+/// A file that is not UTF-8 says where: the byte offset (for a hex editor) and the line and
+/// column (for a text editor), counted in characters before the bad byte.
+#[test]
+fn non_utf8_files_say_where() {
+    let tmp = TempDir::new("latin1");
+    let file = tmp.0.join("latin1.json");
+    // "é" in Latin-1 (0xE9) after "ü" in UTF-8 (two bytes, one column) on line 3.
+    std::fs::write(
+        &file,
+        b"{\n  \"log\": {\n    \"access\": \"\xc3\xbc\xe9\"\n  }\n}\n",
+    )
+    .unwrap();
+    let diags = load_paths(std::slice::from_ref(&file), None).unwrap_err();
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    let d = &diags[0];
+    assert_eq!((d.path.as_str(), d.line, d.column), ("", 3, 17));
+    assert!(
+        d.to_string().starts_with(&format!(
+            "error: {}:3:17: the file is not valid UTF-8 at byte offset 30 (byte 0xE9)",
+            file.display()
+        )),
+        "{d}"
+    );
+    // Cut inside a multi-byte character at the very end.
+    std::fs::write(&file, b"{}\n\xc3").unwrap();
+    let d = &load_paths(std::slice::from_ref(&file), None).unwrap_err()[0];
+    assert_eq!((d.line, d.column), (2, 1));
+    assert!(d.message.contains("byte offset 3 (byte 0xC3)"), "{d}");
+}

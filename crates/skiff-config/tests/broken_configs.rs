@@ -1,10 +1,14 @@
 //! Every file in `tests/broken-configs/` (at the repository root) must fail to load with a
 //! diagnostic at the path and line its first line announces: `// expect: PATH @ LINE`
-//! (PATH is empty for JSON syntax errors).
+//! (PATH is empty for JSON syntax errors and problems of the whole file). An optional second
+//! line `// message: TEXT` also requires that diagnostic's message to contain TEXT.
+//!
+//! The files are loaded as `skiff check -c FILE` loads them (from disk, as bytes), so a file
+//! that is not UTF-8 is tested too.
 
 use std::path::PathBuf;
 
-use skiff_config::{Source, load_sources};
+use skiff_config::load_paths;
 
 fn broken_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/broken-configs")
@@ -15,6 +19,11 @@ fn expectation(text: &str) -> Option<(String, usize)> {
     let header = text.lines().next()?.strip_prefix("// expect:")?;
     let (path, line) = header.rsplit_once('@')?;
     Some((path.trim().to_owned(), line.trim().parse().ok()?))
+}
+
+/// The optional `// message: TEXT` second line.
+fn expected_message(text: &str) -> Option<&str> {
+    Some(text.lines().nth(1)?.strip_prefix("// message:")?.trim())
 }
 
 #[test]
@@ -31,28 +40,30 @@ fn every_broken_config_fails_where_its_header_says() {
         entries.len()
     );
     for path in entries {
-        let text = std::fs::read_to_string(&path).expect("readable file");
+        let bytes = std::fs::read(&path).expect("readable file");
+        let text = String::from_utf8_lossy(&bytes);
         let (want_path, want_line) = expectation(&text).unwrap_or_else(|| {
             panic!(
                 "{}: first line must be `// expect: PATH @ LINE`",
                 path.display()
             )
         });
+        let want_message = expected_message(&text).unwrap_or("");
         let name = path.display().to_string();
-        let diags = match load_sources(&[Source {
-            name: name.clone(),
-            text,
-        }]) {
+        let diags = match load_paths(std::slice::from_ref(&path), None) {
             Ok(_) => panic!("{name}: loaded without error"),
             Err(diags) => diags,
         };
-        let hit = diags
-            .iter()
-            .find(|d| d.is_error() && d.path == want_path && d.line == want_line);
+        let hit = diags.iter().find(|d| {
+            d.is_error()
+                && d.path == want_path
+                && d.line == want_line
+                && d.message.contains(want_message)
+        });
         let Some(hit) = hit else {
             let got: Vec<String> = diags.iter().map(ToString::to_string).collect();
             panic!(
-                "{name}: no error at `{want_path}` line {want_line}; got:\n{}",
+                "{name}: no error at `{want_path}` line {want_line} saying `{want_message}`; got:\n{}",
                 got.join("\n")
             );
         };
@@ -72,4 +83,9 @@ fn header_parsing() {
     );
     assert_eq!(expectation("// expect:  @ 7\n{"), Some((String::new(), 7)));
     assert_eq!(expectation("{}"), None);
+    assert_eq!(
+        expected_message("// expect: a @ 3\n// message: out of range\n{"),
+        Some("out of range")
+    );
+    assert_eq!(expected_message("// expect: a @ 3\n{"), None);
 }

@@ -11,10 +11,16 @@ use clap::{Parser, Subcommand};
     name = "skiff",
     version,
     about = "A lean, fast proxy and tunnel that runs Xray's JSON configs",
-    long_about = "Skiff carries TCP and UDP through SOCKS5, HTTP and tunnel inbounds to freedom \
-                  or blackhole outbounds, reading Xray's JSON configuration.\n\n\
-                  Quick start: `skiff run` starts a SOCKS5 proxy on 127.0.0.1:10808 and an HTTP \
-                  proxy on 127.0.0.1:10809, both going direct."
+    long_about = "A lean, fast proxy and tunnel that runs Xray's JSON configs (TCP and UDP).\n\n\
+                  Protocols: VLESS (with XTLS Vision and fallbacks), VMess AEAD, Trojan (with\n\
+                  fallbacks), Shadowsocks AEAD and 2022, kcptun; SOCKS5/4, HTTP and\n\
+                  dokodemo-door (tunnel) inbounds; freedom and blackhole outbounds.\n\
+                  Transports: TCP, TLS, WebSocket, mKCP and kcptun's KCP, in any combination.\n\
+                  Routing rules, policy levels and multi-file configs as in Xray.\n\n\
+                  Quick start: `skiff run` starts a SOCKS5 proxy on 127.0.0.1:10808 and an HTTP\n\
+                  proxy on 127.0.0.1:10809, both going direct. `skiff check -c FILE` validates a\n\
+                  config and names each problem's file, line and JSON path. `skiff bench` measures\n\
+                  Skiff beside the Xray, v2ray, trojan, Shadowsocks and kcptun found here."
 )]
 pub struct Cli {
     #[command(subcommand)]

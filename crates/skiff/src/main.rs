@@ -1,4 +1,4 @@
-//! The `skiff` binary: run | check | version | uuid.
+//! The `skiff` binary: run | check | bench | version | uuid.
 
 mod cli;
 mod logging;

@@ -24,7 +24,9 @@ fn broken_configs_fail_with_path_and_line() {
         if path.extension().and_then(|e| e.to_str()) != Some("json") {
             continue;
         }
-        let text = std::fs::read_to_string(&path).unwrap();
+        // Read as bytes: one of them is deliberately not UTF-8.
+        let bytes = std::fs::read(&path).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
         let header = text.lines().next().unwrap_or_default();
         let expect = header
             .strip_prefix("// expect:")
@@ -53,32 +55,51 @@ fn broken_configs_fail_with_path_and_line() {
     assert!(checked >= 10, "only {checked} broken configs");
 }
 
+/// Every example passes `skiff check` from the repository root (`-c examples/x.json`, as the
+/// README says) and from an unrelated directory (`-c /abs/path/examples/x.json`): the TLS
+/// examples' relative certificate paths are found beside the example.
 #[test]
-fn examples_pass_check() {
+fn examples_pass_check_from_any_directory() {
+    let elsewhere = std::env::temp_dir();
     let mut checked = 0;
+    let mut tls = 0;
     for entry in std::fs::read_dir(repo_root().join("examples")).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().and_then(|e| e.to_str()) != Some("json") {
             continue;
         }
-        // Examples name their certificate files relative to the repository root.
-        let out = skiff()
-            .current_dir(repo_root())
-            .arg("check")
-            .arg("-c")
-            .arg(&path)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}: {}",
-            path.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(String::from_utf8_lossy(&out.stdout).contains("Configuration OK."));
+        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+        let absolute = std::fs::canonicalize(&path).unwrap();
+        for (dir, config) in [
+            (repo_root(), PathBuf::from("examples").join(&name)),
+            (elsewhere.clone(), absolute),
+        ] {
+            let out = skiff()
+                .current_dir(&dir)
+                .arg("check")
+                .arg("-c")
+                .arg(&config)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{} from {}: {}",
+                config.display(),
+                dir.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(String::from_utf8_lossy(&out.stdout).contains("Configuration OK."));
+        }
+        if std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("certificateFile")
+        {
+            tls += 1;
+        }
         checked += 1;
     }
-    assert!(checked >= 3);
+    assert!(checked >= 12, "only {checked} examples");
+    assert!(tls >= 3, "only {tls} examples with certificate files");
 }
 
 #[test]

@@ -20,6 +20,7 @@ use crate::merge::Merged;
 use crate::plan::{
     FreedomDomainStrategy, FreedomOutbound, OutboundPlan, OutboundProtocol, Plan, StreamPlan,
 };
+use crate::raw::values::{Int, LEVEL, out_of_range};
 use crate::source::Loc;
 
 /// The outbound added when a config has none at all (Xray would refuse to route anything;
@@ -85,11 +86,11 @@ fn error_count(diags: &[Diagnostic]) -> usize {
 }
 
 /// `userLevel`: a level number, 0 when absent.
-fn user_level(value: Option<i64>, loc: &Loc, diags: &mut Vec<Diagnostic>) -> u32 {
+fn user_level(value: Option<Int>, loc: &Loc, diags: &mut Vec<Diagnostic>) -> u32 {
     match value {
         None => 0,
-        Some(v) => u32::try_from(v).unwrap_or_else(|_| {
-            diags.push(loc.error(format!("userLevel {v} is out of range (0-{})", u32::MAX)));
+        Some(v) => v.get::<u32>().unwrap_or_else(|| {
+            diags.push(loc.error(out_of_range(v, LEVEL)));
             0
         }),
     }

@@ -7,6 +7,7 @@ use crate::diag::Diagnostic;
 use crate::plan::{LevelPolicy, PolicyPlan, SystemPolicy};
 use crate::raw::Item;
 use crate::raw::top::{RawLevel, RawPolicy};
+use crate::raw::values::{Int, out_of_range};
 use crate::source::Loc;
 
 pub fn build_policy(item: Option<&Item<RawPolicy>>, diags: &mut Vec<Diagnostic>) -> PolicyPlan {
@@ -38,15 +39,20 @@ pub fn build_policy(item: Option<&Item<RawPolicy>>, diags: &mut Vec<Diagnostic>)
 
 fn build_level(raw: &RawLevel, loc: &Loc, diags: &mut Vec<Diagnostic>) -> LevelPolicy {
     let mut level = LevelPolicy::default();
-    let mut seconds = |key: &str, value: Option<i64>, slot: &mut Duration| {
-        if let Some(v) = value {
-            match u64::try_from(v) {
-                Ok(secs) => *slot = Duration::from_secs(secs),
-                Err(_) => diags.push(
-                    loc.key(key)
-                        .error(format!("{key} must not be negative (got {v})")),
-                ),
-            }
+    // Xray decodes the four timeouts as uint32 seconds. Bounding them here also keeps every
+    // deadline the relay computes from them (`Instant + Duration`) far from overflowing.
+    let mut seconds = |key: &str, value: Option<Int>, slot: &mut Duration| {
+        let Some(v) = value else { return };
+        match v.get::<u32>() {
+            Some(secs) => *slot = Duration::from_secs(u64::from(secs)),
+            None if v.is_negative() => diags.push(
+                loc.key(key)
+                    .error(format!("{key} must not be negative (got {v})")),
+            ),
+            None => diags.push(
+                loc.key(key)
+                    .error(out_of_range(v, &format!("seconds ≤ {}", u32::MAX))),
+            ),
         }
     };
     seconds("handshake", raw.handshake, &mut level.handshake);
@@ -57,9 +63,14 @@ fn build_level(raw: &RawLevel, loc: &Loc, diags: &mut Vec<Diagnostic>) -> LevelP
     level.stats_user_downlink = raw.stats_user_downlink.unwrap_or(false);
     // statsUserOnline is accepted: skiff keeps its own counters regardless.
     match raw.buffer_size {
-        Some(v) if v < 0 => diags.push(
+        Some(v) if v.is_negative() => diags.push(
             loc.key("bufferSize")
                 .error(format!("bufferSize must not be negative (got {v})")),
+        ),
+        // int32 kilobytes in Xray.
+        Some(v) if v.get::<i32>().is_none() => diags.push(
+            loc.key("bufferSize")
+                .error(out_of_range(v, &format!("kilobytes ≤ {}", i32::MAX))),
         ),
         Some(_) => {
             diags.push(loc.key("bufferSize").warning(

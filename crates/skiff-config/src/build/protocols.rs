@@ -18,6 +18,7 @@ use crate::raw::settings::{
     BlackholeSettings, FreedomSettings, HttpSettings, RawAccount, RawFinalRule, SocksSettings,
     TunnelSettings,
 };
+use crate::raw::values::{PORT_NUMBER, out_of_range};
 use crate::source::Loc;
 
 mod common;
@@ -307,24 +308,21 @@ fn tunnel(s: TunnelSettings, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Option<T
     };
     // Xray: a non-zero `port` overrides `rewritePort`.
     let (port_key, port) = match (s.port, s.rewrite_port) {
-        (Some(p), _) if p != 0 => ("port", Some(p)),
+        (Some(p), _) if !p.is_zero() => ("port", Some(p)),
         (_, Some(p)) => ("rewritePort", Some(p)),
         (p, None) => ("port", p),
     };
     let port = match port {
-        Some(p) if (1..=65535).contains(&p) => u16::try_from(p).unwrap_or(0),
-        Some(0) | None if follow_redirect => 0,
-        Some(0) | None => {
+        Some(p) if p.within(1, 65535).is_some() => p.get::<u16>().unwrap_or(0),
+        Some(p) if !p.is_zero() => {
+            diags.push(loc.key(port_key).error(out_of_range(p, PORT_NUMBER)));
+            0
+        }
+        _ if follow_redirect => 0,
+        _ => {
             diags.push(loc.key(port_key).error(
                 "missing `port`: dokodemo-door needs a destination port (1-65535) unless followRedirect is true",
             ));
-            0
-        }
-        Some(p) => {
-            diags.push(
-                loc.key(port_key)
-                    .error(format!("port {p} is out of range (1-65535)")),
-            );
             0
         }
     };
@@ -405,7 +403,7 @@ fn freedom(s: FreedomSettings, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Option
             )));
         }
     }
-    if let Some(v) = s.proxy_protocol.filter(|&v| v != 0) {
+    if let Some(v) = s.proxy_protocol.filter(|v| !v.is_zero()) {
         diags.push(loc.key("proxyProtocol").error(format!(
             "proxyProtocol {v} is not supported by this version of skiff yet (only 0, off)"
         )));

@@ -12,6 +12,7 @@ use crate::raw::bounds::{
     RawKcpSettings, RawStream, RawTcpSettings, RawTlsSettings, RawWsSettings,
 };
 use crate::raw::settings::KcptunStreamSettings;
+use crate::raw::values::{Int, out_of_range};
 use crate::source::Loc;
 use skiff_kcp::mkcp::{HeaderKind, MkcpConfig};
 
@@ -216,7 +217,7 @@ fn ws_plan(
                 .warning("acceptProxyProtocol only applies to inbounds and is ignored here"),
         );
     }
-    if ws.heartbeat_period.is_some_and(|p| p != 0) {
+    if ws.heartbeat_period.is_some_and(|p| !p.is_zero()) {
         diags.push(loc.key("heartbeatPeriod").warning(
             "heartbeatPeriod is not supported by this version of skiff yet and is ignored",
         ));
@@ -235,13 +236,15 @@ fn ws_plan(
 fn mkcp_plan(k: RawKcpSettings, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Option<MkcpConfig> {
     let before = error_count(diags);
     let mut c = MkcpConfig::default();
-    let mut int = |key: &str, value: Option<i64>, min: i64, max: i64, out: &mut u32| match value {
-        None => {}
-        Some(v) if (min..=max).contains(&v) => *out = v as u32,
-        Some(v) => diags.push(
-            loc.key(key)
-                .error(format!("{v} is out of range ({min}-{max})")),
-        ),
+    let mut int = |key: &str, value: Option<Int>, min: u32, max: u32, out: &mut u32| {
+        let Some(v) = value else { return };
+        match v.get::<u32>().filter(|v| (min..=max).contains(v)) {
+            Some(v) => *out = v,
+            None => diags.push(
+                loc.key(key)
+                    .error(out_of_range(v, &format!("an integer {min}–{max}"))),
+            ),
+        }
     };
     int("mtu", k.mtu, 576, 1460, &mut c.mtu);
     int("tti", k.tti, 10, 100, &mut c.tti);

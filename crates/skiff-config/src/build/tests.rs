@@ -862,6 +862,119 @@ fn policy_levels() {
     );
 }
 
+/// Xray reads the four timeouts as uint32 seconds; anything larger passed `check` and then
+/// overflowed `Instant + Duration` in every relay task.
+#[test]
+fn policy_durations_are_bounded_as_in_xray() {
+    let max = u32::MAX;
+    for key in ["handshake", "connIdle", "uplinkOnly", "downlinkOnly"] {
+        let plan = ok(&format!(
+            r#"{{"policy": {{"levels": {{"0": {{"{key}": {max}}}}}}}}}"#
+        ));
+        let l0 = plan.policy.level(0);
+        let got = match key {
+            "handshake" => l0.handshake,
+            "connIdle" => l0.conn_idle,
+            "uplinkOnly" => l0.uplink_only,
+            _ => l0.downlink_only,
+        };
+        assert_eq!(got, Duration::from_secs(u64::from(max)), "{key}");
+        let path = format!("policy.levels.0.{key}");
+        for (too_big, shown) in [
+            ("4294967296", "4294967296"),
+            ("9223372036854775807", "9223372036854775807"),
+            ("18446744073709551616", "1.8446744073709552e19"),
+            ("1e300", "1e300"),
+        ] {
+            let errs = errors(&format!(
+                r#"{{"policy": {{"levels": {{"0": {{"{key}": {too_big}}}}}}}}}"#
+            ));
+            assert_eq!(
+                errs,
+                vec![(
+                    path.clone(),
+                    format!("{shown} is out of range, expected seconds ≤ 4294967295")
+                )],
+                "{key}: {too_big}"
+            );
+        }
+    }
+    // bufferSize is int32 kilobytes in Xray (accepted and ignored here).
+    has_error(
+        r#"{"policy": {"levels": {"0": {"bufferSize": 2147483648}}}}"#,
+        "policy.levels.0.bufferSize",
+        "2147483648 is out of range, expected kilobytes ≤ 2147483647",
+    );
+}
+
+/// An integer too large for its field (even for i64, or for u64) names the field's range,
+/// not only "expected an integer".
+#[test]
+fn integers_too_large_name_the_field_range() {
+    const UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
+    let big = "99999999999999999999";
+    let cases = [
+        (
+            format!(r#"{{"inbounds": [{{"port": {big}, "protocol": "socks"}}]}}"#),
+            "inbounds[0].port",
+            "1e20 is out of range, expected a port number 1–65535",
+        ),
+        (
+            format!(
+                r#"{{"outbounds": [{{"protocol": "vless", "settings": {{"vnext": [{{"address": "a.example", "port": 18446744073709551615, "users": [{{"id": "{UUID}", "encryption": "none"}}]}}]}}}}]}}"#
+            ),
+            "outbounds[0].settings.vnext[0].port",
+            "18446744073709551615 is out of range, expected a port number 1–65535",
+        ),
+        (
+            inbound(&format!(r#""socks", "settings": {{"userLevel": {big}}}"#)),
+            "inbounds[0].settings.userLevel",
+            "1e20 is out of range, expected a level 0–4294967295",
+        ),
+        (
+            inbound(&format!(
+                r#""dokodemo-door", "settings": {{"address": "1.1.1.1", "port": {big}}}"#
+            )),
+            "inbounds[0].settings.port",
+            "1e20 is out of range, expected a port number 1–65535",
+        ),
+        (
+            format!(
+                r#"{{"inbounds": [{{"port": 1, "protocol": "vless", "settings": {{"clients": [{{"id": "{UUID}"}}], "decryption": "none", "fallbacks": [{{"dest": {big}}}]}}}}]}}"#
+            ),
+            "inbounds[0].settings.fallbacks[0].dest",
+            "1e20 is out of range, expected a port number 1–65535",
+        ),
+        (
+            format!(
+                r#"{{"outbounds": [{{"protocol": "kcptun", "settings": {{"address": "a.example", "port": 1, "mtu": {big}}}}}]}}"#
+            ),
+            "outbounds[0].settings.mtu",
+            "1e20 is out of range, expected an integer 64–1500",
+        ),
+        (
+            format!(
+                r#"{{"inbounds": [{{"port": 1, "protocol": "socks", "streamSettings": {{"network": "kcp", "kcpSettings": {{"tti": {big}}}}}}}]}}"#
+            ),
+            "inbounds[0].streamSettings.kcpSettings.tti",
+            "1e20 is out of range, expected an integer 10–100",
+        ),
+    ];
+    for (text, path, message) in cases {
+        let errs = errors(&text);
+        assert!(
+            errs.iter().any(|(p, m)| p == path && m == message),
+            "no `{path}: {message}` in {errs:#?}"
+        );
+    }
+    // A fraction is still a type error, as in Xray.
+    has_error(
+        &inbound(r#""socks", "settings": {"userLevel": 1.5}"#),
+        "inbounds[0].settings.userLevel",
+        "invalid type: floating point `1.5`, expected an integer",
+    );
+}
+
 #[test]
 fn log_settings() {
     let plan = ok(

@@ -101,12 +101,12 @@ fn errors_name_the_key() {
     has_error(
         &inbound(r#"{"network": "kcp", "kcpSettings": {"mtu": 2000}}"#),
         &format!("{path}.mtu"),
-        "576-1460",
+        "576–1460",
     );
     has_error(
         &inbound(r#"{"network": "kcp", "kcpSettings": {"tti": 5}}"#),
         &format!("{path}.tti"),
-        "10-100",
+        "10–100",
     );
     has_error(
         &inbound(r#"{"network": "kcp", "kcpSettings": {"header": {"type": "http"}}}"#),

@@ -768,6 +768,73 @@ fn certificate_files_are_read_at_load_time() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A relative certificate path that is not in the working directory is read from beside the
+/// config file, so a config validates from any directory; when it is in neither place, the
+/// error names both paths tried.
+#[test]
+fn relative_certificate_files_are_found_beside_the_config() {
+    let dir = std::env::temp_dir().join(format!("skiff-config-beside-{}", std::process::id()));
+    let sub = format!("beside-{}", std::process::id());
+    std::fs::create_dir_all(dir.join(&sub)).unwrap();
+    std::fs::write(dir.join(&sub).join("c.pem"), CERT.replace("\\n", "\n")).unwrap();
+    std::fs::write(dir.join(&sub).join("k.pem"), KEY.replace("\\n", "\n")).unwrap();
+    // The working directory (this crate's) has no `beside-PID/`.
+    assert!(!std::path::Path::new(&sub).exists());
+    let config = dir.join("config.json");
+    let load_from = |cert_file: &str| {
+        load_sources(&[Source {
+            name: config.display().to_string(),
+            text: socks_stream(&format!(
+                r#"{{"security": "tls", "tlsSettings": {{"certificates": [{{"certificateFile": "{cert_file}", "keyFile": "{sub}/k.pem"}}]}}}}"#
+            )),
+        }])
+    };
+    let loaded = load_from(&format!("{sub}/c.pem")).expect("found beside the config");
+    let StreamSecurity::Tls(tls) = &loaded.plan.inbounds[0].stream.security else {
+        panic!()
+    };
+    assert_eq!(tls.certificates[0].key_pem, KEY.replace("\\n", "\n"));
+
+    let diags = load_from(&format!("{sub}/absent.pem")).unwrap_err();
+    let errors: Vec<&Diagnostic> = diags.iter().filter(|d| d.is_error()).collect();
+    assert_eq!(errors.len(), 1, "{diags:?}");
+    assert_eq!(
+        errors[0].path,
+        "inbounds[0].streamSettings.tlsSettings.certificates[0].certificateFile"
+    );
+    let cwd = std::env::current_dir().unwrap();
+    let message = &errors[0].message;
+    assert!(
+        message.starts_with(&format!(
+            "cannot read `{sub}/absent.pem`: not in the working directory"
+        )),
+        "{message}"
+    );
+    assert!(
+        message.contains(&cwd.join(&sub).join("absent.pem").display().to_string()),
+        "{message}"
+    );
+    assert!(
+        message.contains(&dir.join(&sub).join("absent.pem").display().to_string()),
+        "{message}"
+    );
+    // A config in the working directory: one place to look, named once.
+    let diags = load_sources(&[Source {
+        name: "config.json".into(),
+        text: socks_stream(
+            r#"{"security": "tls", "tlsSettings": {"certificates": [{"certificateFile": "absent.pem", "key": "k"}]}}"#,
+        ),
+    }])
+    .unwrap_err();
+    assert!(
+        diags.iter().any(|d| d
+            .message
+            .starts_with("cannot read `absent.pem`: No such file")),
+        "{diags:?}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn summary_shows_vless_without_secrets() {
     let settings = format!(

@@ -1,5 +1,8 @@
-//! `tlsSettings` → [`TlsPlan`]. Certificate and key files are read here, at load time,
-//! relative to the working directory, so a missing file is a config error with its path.
+//! `tlsSettings` → [`TlsPlan`]. Certificate and key files are read here, at load time, so a
+//! missing file is a config error with its path. A relative path is looked up in the working
+//! directory (as Xray does), then beside the config file that names it.
+
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -243,6 +246,36 @@ fn certificate(
     })
 }
 
+/// Reads `path` as written (relative to the working directory, as Xray does). A relative path
+/// that is not there is then looked up in the directory of `config` (the file that names it),
+/// so `skiff check -c /etc/skiff/config.json` finds `cert.pem` beside it from any directory.
+/// The error names every path tried.
+fn read_beside_config(path: &str, config: &str) -> Result<String, String> {
+    let written = Path::new(path);
+    let first = match std::fs::read_to_string(written) {
+        Ok(text) => return Ok(text),
+        Err(e) => e,
+    };
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let beside = Path::new(config)
+        .parent()
+        .map(|dir| dir.join(written))
+        // A config in the working directory has nowhere else to look.
+        .filter(|b| cwd.join(b) != cwd.join(written));
+    let beside = match beside {
+        Some(b) if written.is_relative() && first.kind() == std::io::ErrorKind::NotFound => b,
+        _ => return Err(format!("cannot read `{path}`: {first}")),
+    };
+    std::fs::read_to_string(&beside).map_err(|e| {
+        format!(
+            "cannot read `{path}`: not in the working directory ({}: {first}) nor beside the \
+             config file ({}: {e})",
+            cwd.join(written).display(),
+            beside.display()
+        )
+    })
+}
+
 fn pem(
     (file, file_key): (&Option<String>, &str),
     (inline, inline_key): (&Option<Value>, &str),
@@ -252,10 +285,10 @@ fn pem(
 ) -> Option<String> {
     let (text, at) = if let Some(path) = file.as_deref().filter(|p| !p.trim().is_empty()) {
         let at = loc.key(file_key);
-        match std::fs::read_to_string(path) {
+        match read_beside_config(path, &loc.file.name) {
             Ok(text) => (text, at),
-            Err(e) => {
-                diags.push(at.error(format!("cannot read `{path}`: {e}")));
+            Err(message) => {
+                diags.push(at.error(message));
                 return None;
             }
         }

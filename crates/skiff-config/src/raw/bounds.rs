@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::values::{PortSpec, StringList};
+use super::values::{Int, PortSpec, StringList};
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -53,12 +53,12 @@ pub struct RawAllocate {
         dead_code,
         reason = "an accepted Xray key: declared so it is not reported as unknown"
     )]
-    pub refresh: Option<i64>,
+    pub refresh: Option<Int>,
     #[allow(
         dead_code,
         reason = "an accepted Xray key: declared so it is not reported as unknown"
     )]
-    pub concurrency: Option<i64>,
+    pub concurrency: Option<Int>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -94,12 +94,12 @@ pub struct RawMux {
         dead_code,
         reason = "an accepted Xray key: declared so it is not reported as unknown"
     )]
-    pub concurrency: Option<i64>,
+    pub concurrency: Option<Int>,
     #[allow(
         dead_code,
         reason = "an accepted Xray key: declared so it is not reported as unknown"
     )]
-    pub xudp_concurrency: Option<i64>,
+    pub xudp_concurrency: Option<Int>,
     #[serde(rename = "xudpProxyUDP443")]
     #[allow(
         dead_code,
@@ -197,13 +197,13 @@ pub struct RawHeader {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RawKcpSettings {
-    pub mtu: Option<i64>,
-    pub tti: Option<i64>,
-    pub uplink_capacity: Option<i64>,
-    pub downlink_capacity: Option<i64>,
+    pub mtu: Option<Int>,
+    pub tti: Option<Int>,
+    pub uplink_capacity: Option<Int>,
+    pub downlink_capacity: Option<Int>,
     pub congestion: Option<bool>,
-    pub read_buffer_size: Option<i64>,
-    pub write_buffer_size: Option<i64>,
+    pub read_buffer_size: Option<Int>,
+    pub write_buffer_size: Option<Int>,
     pub header: Option<RawKcpHeader>,
     pub seed: Option<String>,
 }
@@ -223,7 +223,7 @@ pub struct RawWsSettings {
     pub host: Option<String>,
     pub headers: Option<Map<String, Value>>,
     pub accept_proxy_protocol: Option<bool>,
-    pub heartbeat_period: Option<i64>,
+    pub heartbeat_period: Option<Int>,
 }
 
 /// `tlsSettings`. Keys skiff does not implement are declared as raw values so they get a

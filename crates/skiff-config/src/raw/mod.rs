@@ -13,9 +13,10 @@ use std::rc::Rc;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::comments::strip_comments;
+use crate::comments;
 use crate::decode::decode;
 use crate::diag::{Diagnostic, Severity};
+use crate::locate;
 use crate::source::{Loc, SourceFile};
 use bounds::{RawInbound, RawOutbound};
 use top::{RawLog, RawPolicy, RawRouting, RawStats};
@@ -96,7 +97,23 @@ pub fn parse_file(name: &str, text: &str, diags: &mut Vec<Diagnostic>) -> Option
         Some(rest) => format!("   {rest}"),
         None => text.to_owned(),
     };
-    let stripped = strip_comments(&original);
+    let (stripped, unterminated) = comments::strip(&original);
+    if let Some(at) = unterminated {
+        // Reported instead of the JSON error it usually causes (a value cut short at the
+        // end of the file): this is the mistake to fix.
+        let (line, column) = locate::line_col(&original, at);
+        diags.push(Diagnostic {
+            severity: Severity::Error,
+            file: name.to_owned(),
+            path: String::new(),
+            line,
+            column,
+            message: "unterminated `/*` comment: it is never closed with `*/`, so it hides \
+                      everything after it to the end of the file"
+                .into(),
+        });
+        return None;
+    }
     let value: Value = match serde_json::from_str(&stripped) {
         Ok(v) => v,
         Err(e) => {
@@ -263,6 +280,26 @@ mod tests {
             "{}",
             diags[0].message
         );
+    }
+
+    #[test]
+    fn an_unterminated_block_comment_is_the_one_error() {
+        // Valid JSON once the comment is blanked: still an error, at the `/*`.
+        let (parsed, diags) = parse("{\n  \"log\": {} /* note\n");
+        assert!(parsed.is_none());
+        assert_eq!(diags.len(), 1, "{diags:?}");
+        assert_eq!(
+            (diags[0].path.as_str(), diags[0].line, diags[0].column),
+            ("", 2, 13)
+        );
+        assert!(diags[0].message.starts_with("unterminated `/*` comment"));
+        // When it also cuts the JSON short, the comment is reported, not "EOF while parsing".
+        let (_, diags) = parse("{\n  /* \"log\": {}\n}");
+        assert_eq!(diags.len(), 1, "{diags:?}");
+        assert_eq!((diags[0].line, diags[0].column), (2, 3));
+        // Closed comments and `/*` inside strings are fine.
+        let (parsed, diags) = parse("{\"log\": {\"access\": \"/*\"}} /* ok */");
+        assert!(parsed.is_some() && diags.is_empty(), "{diags:?}");
     }
 
     #[test]

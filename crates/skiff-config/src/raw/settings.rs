@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::values::{PortSpec, StringList};
+use super::values::{Int, PortSpec, StringList};
 
 /// A user of socks/http password authentication.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -23,7 +23,7 @@ pub struct SocksSettings {
     pub users: Option<Vec<RawAccount>>,
     pub udp: Option<bool>,
     pub ip: Option<String>,
-    pub user_level: Option<i64>,
+    pub user_level: Option<Int>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -32,7 +32,7 @@ pub struct HttpSettings {
     pub accounts: Option<Vec<RawAccount>>,
     pub users: Option<Vec<RawAccount>>,
     pub allow_transparent: Option<bool>,
-    pub user_level: Option<i64>,
+    pub user_level: Option<Int>,
     /// Deprecated in Xray (policy `connIdle` replaces it): accepted with a warning.
     pub timeout: Option<Value>,
 }
@@ -45,13 +45,13 @@ pub struct HttpSettings {
 pub struct TunnelSettings {
     pub address: Option<String>,
     pub rewrite_address: Option<String>,
-    pub port: Option<i64>,
-    pub rewrite_port: Option<i64>,
+    pub port: Option<Int>,
+    pub rewrite_port: Option<Int>,
     pub network: Option<StringList>,
     pub allowed_network: Option<StringList>,
     pub port_map: Option<Value>,
     pub follow_redirect: Option<bool>,
-    pub user_level: Option<i64>,
+    pub user_level: Option<Int>,
     pub timeout: Option<Value>,
 }
 
@@ -61,10 +61,10 @@ pub struct FreedomSettings {
     pub domain_strategy: Option<String>,
     pub redirect: Option<String>,
     /// Accepted; the freedom plan has no level of its own (the inbound's level applies).
-    pub user_level: Option<i64>,
+    pub user_level: Option<Int>,
     pub fragment: Option<Value>,
     pub noises: Option<Value>,
-    pub proxy_protocol: Option<i64>,
+    pub proxy_protocol: Option<Int>,
     pub final_rules: Option<Vec<RawFinalRule>>,
 }
 
@@ -100,7 +100,7 @@ pub struct VlessInboundSettings {
 pub struct RawVlessUser {
     pub id: Option<String>,
     pub email: Option<String>,
-    pub level: Option<i64>,
+    pub level: Option<Int>,
     pub flow: Option<String>,
     /// Outbound users only.
     pub encryption: Option<String>,
@@ -113,7 +113,7 @@ pub struct RawFallback {
     pub path: Option<String>,
     /// A number or a string: checked by hand for a precise message.
     pub dest: Option<Value>,
-    pub xver: Option<i64>,
+    pub xver: Option<Int>,
 }
 
 /// VLESS outbound `settings`: `vnext`, or Xray's newer flat form (`address`, `port`, `id`,
@@ -122,18 +122,18 @@ pub struct RawFallback {
 pub struct VlessOutboundSettings {
     pub vnext: Option<Vec<RawVnext>>,
     pub address: Option<String>,
-    pub port: Option<i64>,
+    pub port: Option<Int>,
     pub id: Option<String>,
     pub encryption: Option<String>,
     pub flow: Option<String>,
-    pub level: Option<i64>,
+    pub level: Option<Int>,
     pub email: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct RawVnext {
     pub address: Option<String>,
-    pub port: Option<i64>,
+    pub port: Option<Int>,
     pub users: Option<Vec<RawVlessUser>>,
 }
 
@@ -149,7 +149,7 @@ pub struct TrojanInboundSettings {
 pub struct RawTrojanUser {
     pub password: Option<String>,
     pub email: Option<String>,
-    pub level: Option<i64>,
+    pub level: Option<Int>,
     /// Xray's old XTLS flows: refused with a message.
     pub flow: Option<String>,
 }
@@ -164,10 +164,10 @@ pub struct TrojanOutboundSettings {
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct RawTrojanServer {
     pub address: Option<String>,
-    pub port: Option<i64>,
+    pub port: Option<Int>,
     pub password: Option<String>,
     pub email: Option<String>,
-    pub level: Option<i64>,
+    pub level: Option<Int>,
     pub flow: Option<String>,
 }
 
@@ -177,7 +177,7 @@ pub struct RawTrojanServer {
 pub struct ShadowsocksInboundSettings {
     pub method: Option<String>,
     pub password: Option<String>,
-    pub level: Option<i64>,
+    pub level: Option<Int>,
     pub email: Option<String>,
     pub clients: Option<Vec<RawShadowsocksUser>>,
     pub users: Option<Vec<RawShadowsocksUser>>,
@@ -189,7 +189,7 @@ pub struct ShadowsocksInboundSettings {
 pub struct RawShadowsocksUser {
     pub method: Option<String>,
     pub password: Option<String>,
-    pub level: Option<i64>,
+    pub level: Option<Int>,
     pub email: Option<String>,
     pub address: Option<Value>,
     pub port: Option<Value>,
@@ -200,20 +200,20 @@ pub struct RawShadowsocksUser {
 pub struct ShadowsocksOutboundSettings {
     pub servers: Option<Vec<RawShadowsocksServer>>,
     pub address: Option<String>,
-    pub port: Option<i64>,
+    pub port: Option<Int>,
     pub method: Option<String>,
     pub password: Option<String>,
-    pub level: Option<i64>,
+    pub level: Option<Int>,
     pub email: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct RawShadowsocksServer {
     pub address: Option<String>,
-    pub port: Option<i64>,
+    pub port: Option<Int>,
     pub method: Option<String>,
     pub password: Option<String>,
-    pub level: Option<i64>,
+    pub level: Option<Int>,
     pub email: Option<String>,
 }
 
@@ -232,8 +232,8 @@ pub struct VmessInboundSettings {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RawVmessDefault {
-    pub level: Option<i64>,
-    pub alter_id: Option<i64>,
+    pub level: Option<Int>,
+    pub alter_id: Option<Int>,
 }
 
 /// A VMess client (inbound) or user (outbound): the same object in Xray.
@@ -242,9 +242,9 @@ pub struct RawVmessDefault {
 pub struct RawVmessUser {
     pub id: Option<String>,
     pub email: Option<String>,
-    pub level: Option<i64>,
+    pub level: Option<Int>,
     /// Legacy (MD5) authentication when above 0; only 0 or absent is accepted.
-    pub alter_id: Option<i64>,
+    pub alter_id: Option<Int>,
     /// Outbound users only: the body security.
     pub security: Option<String>,
     /// Outbound users only: `AuthenticatedLength`, `NoTerminationSignal` joined by `|`.
@@ -258,19 +258,19 @@ pub struct RawVmessUser {
 pub struct VmessOutboundSettings {
     pub vnext: Option<Vec<RawVmessVnext>>,
     pub address: Option<String>,
-    pub port: Option<i64>,
+    pub port: Option<Int>,
     pub id: Option<String>,
     pub security: Option<String>,
     pub experiments: Option<String>,
-    pub level: Option<i64>,
+    pub level: Option<Int>,
     pub email: Option<String>,
-    pub alter_id: Option<i64>,
+    pub alter_id: Option<Int>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct RawVmessVnext {
     pub address: Option<String>,
-    pub port: Option<i64>,
+    pub port: Option<Int>,
     pub users: Option<Vec<RawVmessUser>>,
 }
 
@@ -286,23 +286,23 @@ macro_rules! kcptun_settings {
             pub key: Option<String>,
             pub crypt: Option<String>,
             pub mode: Option<String>,
-            pub mtu: Option<i64>,
-            pub sndwnd: Option<i64>,
-            pub rcvwnd: Option<i64>,
-            pub datashard: Option<i64>,
-            pub parityshard: Option<i64>,
-            pub dscp: Option<i64>,
+            pub mtu: Option<Int>,
+            pub sndwnd: Option<Int>,
+            pub rcvwnd: Option<Int>,
+            pub datashard: Option<Int>,
+            pub parityshard: Option<Int>,
+            pub dscp: Option<Int>,
             pub nocomp: Option<bool>,
             pub acknodelay: Option<bool>,
-            pub nodelay: Option<i64>,
-            pub interval: Option<i64>,
-            pub resend: Option<i64>,
-            pub nc: Option<i64>,
-            pub sockbuf: Option<i64>,
-            pub smuxver: Option<i64>,
-            pub smuxbuf: Option<i64>,
-            pub streambuf: Option<i64>,
-            pub keepalive: Option<i64>,
+            pub nodelay: Option<Int>,
+            pub interval: Option<Int>,
+            pub resend: Option<Int>,
+            pub nc: Option<Int>,
+            pub sockbuf: Option<Int>,
+            pub smuxver: Option<Int>,
+            pub smuxbuf: Option<Int>,
+            pub streambuf: Option<Int>,
+            pub keepalive: Option<Int>,
         }
 
         impl $name {
@@ -341,23 +341,23 @@ pub struct RawKcpTuning {
     pub key: Option<String>,
     pub crypt: Option<String>,
     pub mode: Option<String>,
-    pub mtu: Option<i64>,
-    pub sndwnd: Option<i64>,
-    pub rcvwnd: Option<i64>,
-    pub datashard: Option<i64>,
-    pub parityshard: Option<i64>,
-    pub dscp: Option<i64>,
+    pub mtu: Option<Int>,
+    pub sndwnd: Option<Int>,
+    pub rcvwnd: Option<Int>,
+    pub datashard: Option<Int>,
+    pub parityshard: Option<Int>,
+    pub dscp: Option<Int>,
     pub nocomp: Option<bool>,
     pub acknodelay: Option<bool>,
-    pub nodelay: Option<i64>,
-    pub interval: Option<i64>,
-    pub resend: Option<i64>,
-    pub nc: Option<i64>,
-    pub sockbuf: Option<i64>,
-    pub smuxver: Option<i64>,
-    pub smuxbuf: Option<i64>,
-    pub streambuf: Option<i64>,
-    pub keepalive: Option<i64>,
+    pub nodelay: Option<Int>,
+    pub interval: Option<Int>,
+    pub resend: Option<Int>,
+    pub nc: Option<Int>,
+    pub sockbuf: Option<Int>,
+    pub smuxver: Option<Int>,
+    pub smuxbuf: Option<Int>,
+    pub streambuf: Option<Int>,
+    pub keepalive: Option<Int>,
 }
 
 kcptun_settings! {
@@ -368,11 +368,11 @@ kcptun_settings! {
 kcptun_settings! {
     /// `streamSettings.kcptunSettings` of the `kcptun` transport: the same tuning keys, and
     /// `conn` (sessions per server) for outbounds.
-    KcptunStreamSettings { conn: Option<i64> }
+    KcptunStreamSettings { conn: Option<Int> }
 }
 
 kcptun_settings! {
     /// kcptun outbound `settings` (a kcptun client): the server's `address` and `port`, and
     /// `conn`, the number of KCP sessions.
-    KcptunOutboundSettings { address: Option<String>, port: Option<i64>, conn: Option<i64> }
+    KcptunOutboundSettings { address: Option<String>, port: Option<Int>, conn: Option<Int> }
 }

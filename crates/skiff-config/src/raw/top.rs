@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::values::{PortSpec, StringList};
+use super::values::{Int, PortSpec, StringList};
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -79,15 +79,15 @@ pub struct RawPolicy {
     pub system: Option<RawSystem>,
 }
 
-/// Times are whole seconds. Signed so that a negative value gets a clear message of ours
-/// instead of serde's "invalid value".
+/// Times are whole seconds (uint32 in Xray). Any integer is accepted here so that a negative
+/// or too large value gets a message of ours that names the range, not serde's.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RawLevel {
-    pub handshake: Option<i64>,
-    pub conn_idle: Option<i64>,
-    pub uplink_only: Option<i64>,
-    pub downlink_only: Option<i64>,
+    pub handshake: Option<Int>,
+    pub conn_idle: Option<Int>,
+    pub uplink_only: Option<Int>,
+    pub downlink_only: Option<Int>,
     pub stats_user_uplink: Option<bool>,
     pub stats_user_downlink: Option<bool>,
     #[allow(
@@ -95,7 +95,7 @@ pub struct RawLevel {
         reason = "an accepted Xray key: declared so it is not reported as unknown"
     )]
     pub stats_user_online: Option<bool>,
-    pub buffer_size: Option<i64>,
+    pub buffer_size: Option<Int>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 
 use super::valid_host;
 use crate::diag::Diagnostic;
+use crate::raw::values::{Int, LEVEL, PORT_NUMBER, out_of_range};
 use crate::source::Loc;
 
 pub fn server_address(
@@ -32,7 +33,7 @@ pub fn server_address(
 }
 
 pub fn server_port(
-    port: Option<i64>,
+    port: Option<Int>,
     loc: &Loc,
     protocol: &str,
     diags: &mut Vec<Diagnostic>,
@@ -42,21 +43,21 @@ pub fn server_port(
             diags.push(loc.error(format!("missing `port` of the {protocol} server")));
             None
         }
-        Some(p) => match u16::try_from(p) {
-            Ok(p) if p != 0 => Some(p),
+        Some(p) => match p.get::<u16>() {
+            Some(p) if p != 0 => Some(p),
             _ => {
-                diags.push(loc.error(format!("port {p} is out of range (1-65535)")));
+                diags.push(loc.error(out_of_range(p, PORT_NUMBER)));
                 None
             }
         },
     }
 }
 
-pub fn level(value: Option<i64>, loc: &Loc, diags: &mut Vec<Diagnostic>) -> u32 {
+pub fn level(value: Option<Int>, loc: &Loc, diags: &mut Vec<Diagnostic>) -> u32 {
     match value {
         None => 0,
-        Some(v) => u32::try_from(v).unwrap_or_else(|_| {
-            diags.push(loc.error(format!("level {v} is out of range (0-{})", u32::MAX)));
+        Some(v) => v.get::<u32>().unwrap_or_else(|| {
+            diags.push(loc.error(out_of_range(v, LEVEL)));
             0
         }),
     }

@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::super::error_count;
@@ -12,6 +13,7 @@ use crate::diag::Diagnostic;
 use crate::plan::{FallbackDest, FallbackPlan};
 use crate::raw::kind;
 use crate::raw::settings::RawFallback;
+use crate::raw::values::{Int, PORT_NUMBER, out_of_range};
 use crate::source::Loc;
 
 /// Checks a `fallbacks` list (`loc` is the settings object). Entries with errors are left
@@ -65,7 +67,7 @@ fn fallback(raw: &RawFallback, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Option
     }
     let xver = match raw.xver {
         None => 0,
-        Some(v @ 0..=2) => u8::try_from(v).unwrap_or(0),
+        Some(v) if v.within(0, 2).is_some() => v.get::<u8>().unwrap_or(0),
         Some(v) => {
             diags.push(loc.key("xver").error(format!(
                 "xver {v} is not a PROXY protocol version (only 0 = off, 1 or 2)"
@@ -90,10 +92,10 @@ fn fallback(raw: &RawFallback, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Option
 /// abstract Unix socket ("@…", "@@…"). `loc` is the fallback object.
 fn dest(value: Option<&Value>, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Option<FallbackDest> {
     let dloc = loc.key("dest");
-    let port = |p: i64, diags: &mut Vec<Diagnostic>| match u16::try_from(p) {
-        Ok(p) if p != 0 => Some(FallbackDest::Port(p)),
+    let port = |p: Int, diags: &mut Vec<Diagnostic>| match p.get::<u16>() {
+        Some(p) if p != 0 => Some(FallbackDest::Port(p)),
         _ => {
-            diags.push(dloc.error(format!("port {p} is out of range (1-65535)")));
+            diags.push(dloc.error(out_of_range(p, PORT_NUMBER)));
             None
         }
     };
@@ -102,9 +104,9 @@ fn dest(value: Option<&Value>, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Option
             diags.push(dloc.error("missing `dest`: every fallback needs a destination"));
             return None;
         }
-        Some(Value::Number(n)) => match n.as_i64() {
-            Some(p) => return port(p, diags),
-            None => {
+        Some(Value::Number(n)) => match Int::deserialize(n) {
+            Ok(p) => return port(p, diags),
+            Err(_) => {
                 diags.push(dloc.error(format!("`{n}` is not a port number")));
                 return None;
             }
@@ -133,10 +135,10 @@ fn dest(value: Option<&Value>, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Option
         return Some(FallbackDest::AbstractUnix(text.to_owned()));
     }
     if text.bytes().all(|b| b.is_ascii_digit()) {
-        return match text.parse::<i64>() {
-            Ok(p) => port(p, diags),
+        return match text.parse::<i128>() {
+            Ok(p) => port(Int::Exact(p), diags),
             Err(_) => {
-                diags.push(dloc.error(format!("port {text} is out of range (1-65535)")));
+                diags.push(dloc.error(out_of_range(text, PORT_NUMBER)));
                 None
             }
         };

@@ -13,6 +13,7 @@ use crate::plan::{KcptunInbound, KcptunOutbound, KcptunStreamPlan, KcptunTuning}
 use crate::raw::settings::{
     KcptunInboundSettings, KcptunOutboundSettings, KcptunStreamSettings, RawKcpTuning,
 };
+use crate::raw::values::{Int, out_of_range};
 use crate::source::Loc;
 
 /// kcptun's `--crypt` names; those `skiff-kcp` lacks are "not supported yet", others unknown.
@@ -111,21 +112,18 @@ pub(in crate::build) fn stream(
 
 /// An integer key within `min..=max`, `default` when absent.
 fn int(
-    value: Option<i64>,
+    value: Option<Int>,
     default: i64,
     min: i64,
     max: i64,
     loc: &Loc,
     diags: &mut Vec<Diagnostic>,
 ) -> i64 {
-    match value {
-        None => default,
-        Some(v) if (min..=max).contains(&v) => v,
-        Some(v) => {
-            diags.push(loc.error(format!("{v} is out of range ({min}-{max})")));
-            default
-        }
-    }
+    let Some(v) = value else { return default };
+    v.within(min, max).unwrap_or_else(|| {
+        diags.push(loc.error(out_of_range(v, &format!("an integer {min}–{max}"))));
+        default
+    })
 }
 
 /// The shared keys; `client` picks kcptun-client's defaults (windows 128/512) over the

@@ -17,6 +17,7 @@ use crate::raw::settings::{
     RawShadowsocksServer, RawShadowsocksUser, ShadowsocksInboundSettings,
     ShadowsocksOutboundSettings,
 };
+use crate::raw::values::{Int, LEVEL, PORT_NUMBER, out_of_range};
 use crate::source::Loc;
 
 /// `method` at `loc`: parsed, or an error naming the problem (insecure, none, unknown).
@@ -57,11 +58,11 @@ fn key(
     }
 }
 
-fn level(value: Option<i64>, loc: &Loc, diags: &mut Vec<Diagnostic>) -> u32 {
+fn level(value: Option<Int>, loc: &Loc, diags: &mut Vec<Diagnostic>) -> u32 {
     match value {
         None => 0,
-        Some(v) => u32::try_from(v).unwrap_or_else(|_| {
-            diags.push(loc.error(format!("level {v} is out of range (0-{})", u32::MAX)));
+        Some(v) => v.get::<u32>().unwrap_or_else(|| {
+            diags.push(loc.error(out_of_range(v, LEVEL)));
             0
         }),
     }
@@ -322,13 +323,10 @@ pub fn outbound(
             );
             None
         }
-        Some(p) => match u16::try_from(p) {
-            Ok(p) if p != 0 => Some(p),
+        Some(p) => match p.get::<u16>() {
+            Some(p) if p != 0 => Some(p),
             _ => {
-                diags.push(
-                    sloc.key("port")
-                        .error(format!("port {p} is out of range (1-65535)")),
-                );
+                diags.push(sloc.key("port").error(out_of_range(p, PORT_NUMBER)));
                 None
             }
         },

@@ -11,6 +11,7 @@ use super::vless::{one_server, one_user, user_id};
 use crate::diag::Diagnostic;
 use crate::plan::{VmessClient, VmessInbound, VmessOutbound, VmessSecurity};
 use crate::raw::settings::{RawVmessUser, VmessInboundSettings, VmessOutboundSettings};
+use crate::raw::values::Int;
 use crate::source::Loc;
 
 /// The protocol's name in messages.
@@ -18,10 +19,11 @@ const PROTO: &str = "VMess";
 const SECURITIES: &str = "\"auto\", \"aes-128-gcm\", \"chacha20-poly1305\", \"none\" or \"zero\"";
 
 /// `alterId`: 0 or absent. `loc` is the alterId key.
-fn alter_id(value: Option<i64>, loc: &Loc, diags: &mut Vec<Diagnostic>) {
+fn alter_id(value: Option<Int>, loc: &Loc, diags: &mut Vec<Diagnostic>) {
     match value {
-        None | Some(0) => {}
-        Some(n) if n > 0 => diags.push(loc.error(format!(
+        None => {}
+        Some(n) if n.is_zero() => {}
+        Some(n) if !n.is_negative() => diags.push(loc.error(format!(
             "alterId {n}: only VMess AEAD is supported (alterId 0); the legacy MD5 \
              authentication that alterId > 0 selects was removed from Xray"
         ))),
