@@ -40,6 +40,11 @@ impl ReadAhead {
         }
     }
 
+    /// The TCP socket writes go to, for a last record at drop time.
+    pub(crate) fn socket(&self) -> Option<&tokio::net::TcpStream> {
+        self.inner.raw_tcp_write()
+    }
+
     /// Whether bytes are waiting in the read-ahead buffer.
     pub(crate) fn has_buffered(&self) -> bool {
         self.start < self.end

@@ -107,6 +107,8 @@ pub(crate) struct RecordStream {
     read_raw: bool,
     /// XTLS Vision switched the write side to the bare socket: no more records go out.
     write_raw: bool,
+    /// Cut on purpose ([`ProxyStream::reset_on_close`]): no close_notify at drop.
+    reset: bool,
 }
 
 impl RecordStream {
@@ -137,6 +139,7 @@ impl RecordStream {
             wbuf: Vec::new(),
             wpos: 0,
             close_notify_sent: false,
+            reset: false,
             read_raw: false,
             write_raw: false,
         })
@@ -436,7 +439,30 @@ impl ProxyStream for RecordStream {
     }
 
     fn reset_on_close(&mut self) {
+        self.reset = true;
         self.inner.reset_on_close()
+    }
+}
+
+/// Dropped without a shutdown (handshake timeout, unreachable fallback, idle timeout, the
+/// other side failing), the connection still says close_notify, as Go's TLS (so Xray) and
+/// nginx do on close. Best effort, only at a record boundary of what we sent, only while
+/// records still go out (not after Vision's direct switch), never for a connection cut on
+/// purpose.
+impl Drop for RecordStream {
+    fn drop(&mut self) {
+        if self.reset || self.close_notify_sent || self.write_raw || self.wpos != self.wbuf.len() {
+            return;
+        }
+        if self.inner.raw_tcp_write().is_none() {
+            return;
+        }
+        self.wbuf.clear();
+        self.wpos = 0;
+        self.seal_record(CONTENT_ALERT, &[1, 0]);
+        if let Some(socket) = self.inner.raw_tcp_write() {
+            let _ = socket.try_write(&self.wbuf);
+        }
     }
 }
 

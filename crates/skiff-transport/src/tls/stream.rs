@@ -15,6 +15,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 /// Either side of an established TLS connection over a [`BoxStream`](skiff_core::BoxStream).
 pub struct TlsProxyStream {
     inner: Inner,
+    /// Cut on purpose ([`ProxyStream::reset_on_close`]): no close_notify at drop.
+    reset: bool,
 }
 
 enum Inner {
@@ -26,12 +28,14 @@ impl TlsProxyStream {
     pub(crate) fn client(s: tokio_rustls::client::TlsStream<ReadAhead>) -> TlsProxyStream {
         TlsProxyStream {
             inner: Inner::Client(s),
+            reset: false,
         }
     }
 
     pub(crate) fn server(s: tokio_rustls::server::TlsStream<ReadAhead>) -> TlsProxyStream {
         TlsProxyStream {
             inner: Inner::Server(s),
+            reset: false,
         }
     }
 
@@ -64,7 +68,43 @@ impl ProxyStream for TlsProxyStream {
     }
 
     fn reset_on_close(&mut self) {
+        self.reset = true;
         self.io_mut().reset_on_close()
+    }
+}
+
+/// A TLS connection dropped without a shutdown (a handshake timeout, an unreachable fallback,
+/// an idle timeout, the other side failing) still says close_notify, as Xray's (Go's) and
+/// nginx's do on close: without it a peer, or a prober, sees a truncation no ordinary server
+/// produces. Best effort: the alert goes out only if the socket takes it at once, and never
+/// for a connection cut on purpose (which resets instead).
+impl Drop for TlsProxyStream {
+    fn drop(&mut self) {
+        if self.reset {
+            return;
+        }
+        match &mut self.inner {
+            Inner::Client(s) => {
+                let (io, conn) = s.get_mut();
+                say_close_notify(io, conn);
+            }
+            Inner::Server(s) => {
+                let (io, conn) = s.get_mut();
+                say_close_notify(io, conn);
+            }
+        }
+    }
+}
+
+fn say_close_notify<D>(io: &ReadAhead, conn: &mut rustls::ConnectionCommon<D>) {
+    if conn.is_handshaking() {
+        return;
+    }
+    let Some(socket) = io.socket() else { return };
+    conn.send_close_notify();
+    let mut out = Vec::new();
+    if conn.write_tls(&mut out).is_ok() && !out.is_empty() {
+        let _ = socket.try_write(&out);
     }
 }
 
