@@ -25,7 +25,7 @@ use tracing::debug;
 use crate::fallback;
 use crate::inbound::{InboundHandler, InboundKind};
 use crate::shared::Shared;
-use crate::stack::{LayerSession, Layered};
+use crate::stack::LayerSession;
 use crate::udp;
 use crate::{trojan_udp, udp_stream};
 
@@ -221,8 +221,7 @@ async fn handshake(
         stream
     } else {
         match timeout(limit, Box::pin(inbound.layers.accept(stream, session))).await {
-            Ok(Ok(Layered::Ready(stream))) => stream,
-            Ok(Ok(Layered::NotForUs(stream))) => return Ok(Handshake::Fallback(stream)),
+            Ok(Ok(stream)) => stream,
             Ok(Err(e)) => return Err(e),
             Err(_) => return Err(timed_out()),
         }

@@ -24,13 +24,6 @@ pub struct LayerSession {
     pub alpn: Option<String>,
 }
 
-pub enum Layered {
-    /// The layers accepted the connection: the protocol speaks on `stream`.
-    Ready(BoxStream),
-    /// Not a WebSocket request for us: `stream` replays what was read, for a fallback.
-    NotForUs(BoxStream),
-}
-
 pub struct InboundLayers {
     tls: Option<TlsServer>,
     ws: Option<WsServerOptions>,
@@ -87,12 +80,13 @@ impl InboundLayers {
         self.mkcp.as_ref()
     }
 
-    /// Runs the layers' server side over an accepted connection.
+    /// Runs the layers' server side over an accepted connection: the protocol speaks on the
+    /// stream returned.
     pub async fn accept(
         &self,
         stream: BoxStream,
         session: &mut LayerSession,
-    ) -> io::Result<Layered> {
+    ) -> io::Result<BoxStream> {
         let stream = match &self.tls {
             None => stream,
             Some(tls) => {
@@ -103,10 +97,18 @@ impl InboundLayers {
             }
         };
         match &self.ws {
-            None => Ok(Layered::Ready(stream)),
+            None => Ok(stream),
             Some(options) => match ws::accept(stream, options).await? {
-                WsAccepted::Upgraded { stream, .. } => Ok(Layered::Ready(stream)),
-                WsAccepted::NotWebSocket { stream, .. } => Ok(Layered::NotForUs(stream)),
+                WsAccepted::Upgraded { stream, .. } => Ok(stream),
+                WsAccepted::NotWebSocket { stream, .. } => {
+                    // A WebSocket inbound has no fallbacks (they need raw TCP): answer as
+                    // Xray's listener does, so a prober meets an ordinary Go web server.
+                    ws::refuse(stream, options).await?;
+                    Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "not a WebSocket upgrade for this inbound; answered as Xray does",
+                    ))
+                }
             },
         }
     }

@@ -40,6 +40,23 @@ pub fn rfc3339_utc(t: SystemTime) -> String {
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
 }
 
+/// An HTTP `Date` value (RFC 9110 IMF-fixdate): `Wed, 25 Nov 2026 12:41:18 GMT`.
+pub fn http_date(t: SystemTime) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (y, mo, d, h, mi, s) = utc_parts(t);
+    // 1970-01-01 was a Thursday.
+    let weekday = DAYS[(secs / 86_400 % 7) as usize];
+    let month = MONTHS[(mo as usize).saturating_sub(1).min(11)];
+    format!("{weekday}, {d:02} {month} {y:04} {h:02}:{mi:02}:{s:02} GMT")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,5 +68,7 @@ mod tests {
         assert_eq!(rfc3339_utc(t), "2026-11-21T06:22:16Z");
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
         assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        assert_eq!(http_date(t), "Sat, 21 Nov 2026 06:22:16 GMT");
+        assert_eq!(http_date(UNIX_EPOCH), "Thu, 01 Jan 1970 00:00:00 GMT");
     }
 }

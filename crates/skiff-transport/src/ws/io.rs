@@ -8,7 +8,9 @@ use skiff_core::{BoxStream, Prefixed};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::early_data::{ClientEarlyData, EarlyDataCarrier, split_xray_ed};
-use super::handshake::{MAX_HEAD_LEN, ServerOptions, ServerRequest, parse_request};
+use super::handshake::{
+    MAX_HEAD_LEN, ServerOptions, ServerRequest, parse_request, refuse_malformed, refuse_request,
+};
 use super::stream::{DeferredRequest, WsStream};
 use crate::Parsed;
 
@@ -58,14 +60,67 @@ fn carrier(header: Option<&str>) -> EarlyDataCarrier {
     }
 }
 
-/// Reads the upgrade request (head ≤ 16 KiB) and answers 101, or hands the connection back.
-/// An EOF before any byte is an `UnexpectedEof` error. The caller applies timeouts.
-pub async fn accept(mut stream: BoxStream, options: &WsServerOptions) -> io::Result<WsAccepted> {
-    let opts = ServerOptions {
+fn server_options(options: &WsServerOptions) -> ServerOptions {
+    ServerOptions {
         path: split_xray_ed(&options.path).0,
         host: options.host.clone(),
         early_data: Some(carrier(options.early_data_header.as_deref())),
-    };
+    }
+}
+
+/// Answers a connection whose first request [`accept`] did not upgrade (`stream` replays it)
+/// as Xray's listener does: a 404 or 400 per request while the client keeps the connection
+/// alive, Go's plain 400 and a close for bytes that are not HTTP. Returns when either side
+/// ends it; the caller's handshake timeout bounds the whole exchange. A later request that
+/// would upgrade is not served (Xray would): no client sends one after a refusal.
+pub async fn refuse(mut stream: BoxStream, options: &WsServerOptions) -> io::Result<()> {
+    let opts = server_options(options);
+    let mut buf: Vec<u8> = Vec::new();
+    let mut skip: u64 = 0;
+    loop {
+        if skip > 0 {
+            let drop_now = (skip as usize).min(buf.len());
+            buf.drain(..drop_now);
+            skip -= drop_now as u64;
+        }
+        if skip == 0 && !buf.is_empty() {
+            let refusal = match parse_request(&buf, &opts) {
+                Ok(Parsed::Complete(ServerRequest::NotWebSocket { request, .. }, n)) => {
+                    buf.drain(..n);
+                    Some(refuse_request(
+                        &request,
+                        &opts,
+                        std::time::SystemTime::now(),
+                    ))
+                }
+                Ok(Parsed::Complete(ServerRequest::Upgrade(_), _)) => return Ok(()),
+                Ok(Parsed::Incomplete) => None,
+                Err(_) => Some(refuse_malformed()),
+            };
+            if let Some(refusal) = refusal {
+                stream.write_all(&refusal.response).await?;
+                stream.flush().await?;
+                if refusal.close {
+                    return stream.shutdown().await;
+                }
+                skip = refusal.body;
+                continue;
+            }
+        }
+        let old = buf.len();
+        buf.resize(old + 4096, 0);
+        let n = stream.read(&mut buf[old..]).await?;
+        buf.truncate(old + n);
+        if n == 0 {
+            return Ok(());
+        }
+    }
+}
+
+/// Reads the upgrade request (head ≤ 16 KiB) and answers 101, or hands the connection back.
+/// An EOF before any byte is an `UnexpectedEof` error. The caller applies timeouts.
+pub async fn accept(mut stream: BoxStream, options: &WsServerOptions) -> io::Result<WsAccepted> {
+    let opts = server_options(options);
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     loop {
         let not_ws = |buf: Vec<u8>, stream: BoxStream, path| {

@@ -18,6 +18,6 @@ mod stream;
 pub use decoder::{Event, FrameDecoder, Role};
 pub use error::WsError;
 pub use frame::{FrameHeader, Opcode, encode_frame, encode_header, parse_header};
-pub use io::{WsAccepted, WsClientOptions, WsServerOptions, accept, connect};
+pub use io::{WsAccepted, WsClientOptions, WsServerOptions, accept, connect, refuse};
 pub use mask::apply_mask;
 pub use stream::{MAX_FRAME_PAYLOAD, WsStream};

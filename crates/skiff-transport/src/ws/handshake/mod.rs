@@ -3,12 +3,13 @@
 //! anything after it (pipelined frames) belongs to the WebSocket stream.
 
 mod client;
+mod refusal;
 mod server;
 
 pub use client::{ClientRequest, ServerResponse, build_request, parse_response};
+pub use refusal::{Refusal, refuse_malformed, refuse_request};
 pub use server::{
-    HttpRequest, Rejection, ServerOptions, ServerRequest, Upgrade, build_response,
-    not_websocket_response, parse_request,
+    HttpRequest, Rejection, ServerOptions, ServerRequest, Upgrade, build_response, parse_request,
 };
 
 use std::fmt;

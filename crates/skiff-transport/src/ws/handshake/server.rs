@@ -129,7 +129,7 @@ impl Rejection {
 pub enum ServerRequest {
     Upgrade(Upgrade),
     /// Valid HTTP but not a WebSocket upgrade we accept: hand to a fallback, or answer
-    /// [`not_websocket_response`].
+    /// as Xray's listener does ([`super::refusal`]).
     NotWebSocket {
         request: HttpRequest,
         reason: Rejection,
@@ -243,7 +243,7 @@ fn key_of(h: &[Header]) -> Option<String> {
     Some(String::from_utf8_lossy(k).into_owned())
 }
 
-fn host_matches(got: Option<&str>, want: &str) -> bool {
+pub(super) fn host_matches(got: Option<&str>, want: &str) -> bool {
     let Some(got) = got.map(str::trim) else {
         return false;
     };
@@ -277,21 +277,4 @@ pub fn build_response(key: &str, protocol: Option<&str>, out: &mut Vec<u8>) {
     }
     s.push_str("\r\n");
     out.extend_from_slice(s.as_bytes());
-}
-
-/// A minimal error response for a rejected request (404/405/400/426), connection closed.
-pub fn not_websocket_response(reason: Rejection) -> Vec<u8> {
-    let (status, text) = match reason.status() {
-        404 => (404, "Not Found"),
-        405 => (405, "Method Not Allowed"),
-        426 => (426, "Upgrade Required"),
-        _ => (400, "Bad Request"),
-    };
-    let extra = if status == 426 {
-        "Sec-WebSocket-Version: 13\r\n"
-    } else {
-        ""
-    };
-    format!("HTTP/1.1 {status} {text}\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n")
-        .into_bytes()
 }
