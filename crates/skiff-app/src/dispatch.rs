@@ -1,23 +1,19 @@
 //! One TCP connection, top to bottom: handshake (bounded by the policy's handshake timeout) →
 //! route → connect the outbound → tell the client → relay.
 
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use skiff_core::{
     Accepted, Address, BoxFuture, BoxStream, ConnectOutcome, Connector, Counted, DirectionCounters,
-    Metadata, Network, Prefixed, ProxyStream, RelayCounters, RelayEnd, Reply, relay,
+    InboundContext, Metadata, Network, Prefixed, ProxyStream, RelayCounters, RelayEnd, Reply,
+    relay,
 };
-use skiff_proto::datagram::{BoxDatagramRecv, BoxDatagramSend};
-use skiff_proto::trojan::server::TrojanAccept;
-use skiff_proto::vless::packet::VlessPacketStream;
-use skiff_proto::vless::server::VlessAccept;
-use skiff_proto::vmess::VmessAccept;
-use skiff_proto::{http, mux, shadowsocks, socks, trojan, vless, vmess};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use skiff_proto::{http, socks};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 use tracing::debug;
@@ -96,33 +92,7 @@ async fn serve_conn(
         &mut session,
     );
     let accepted = match shaken.await {
-        Ok(Handshake::Accepted(accepted)) => accepted,
-        Ok(Handshake::AcceptedUser { accepted, level }) => {
-            meta.level = level;
-            accepted
-        }
-        Ok(Handshake::Fallback(stream)) => {
-            fall_back(&shared, &inbound, &meta, stream, &session).await;
-            return;
-        }
-        Ok(Handshake::StreamUdp {
-            destination,
-            halves,
-            user,
-            level,
-        }) => {
-            meta.user = user.map(Arc::from);
-            if let Some(level) = level {
-                meta.level = level;
-            }
-            udp_stream::serve(&shared, &inbound, meta, destination, halves).await;
-            return;
-        }
-        Ok(Handshake::TrojanUdp { stream, user }) => {
-            meta.user = user.map(Arc::from);
-            trojan_udp::serve(&shared, &inbound, meta, stream).await;
-            return;
-        }
+        Ok(accepted) => accepted,
         Err(e) if e.kind() == io::ErrorKind::TimedOut => {
             debug!(inbound = %inbound.tag, %source, error = %e, "handshake timed out; closing");
             return;
@@ -132,29 +102,53 @@ async fn serve_conn(
             return;
         }
     };
+    let mut identify = |user: Option<String>, level: Option<u32>| {
+        meta.user = user.map(Arc::from);
+        if let Some(level) = level {
+            meta.level = level;
+        }
+    };
     match accepted {
         Accepted::Stream {
             destination,
             stream,
             reply,
             user,
+            level,
         } => {
+            identify(user, level);
             meta.destination = Some(destination);
-            meta.user = user.map(Arc::from);
             connect_and_relay(&shared, &inbound, meta, stream, reply).await;
+        }
+        Accepted::Datagrams {
+            destination,
+            recv,
+            send,
+            user,
+            level,
+        } => {
+            identify(user, level);
+            udp_stream::serve(&shared, &inbound, meta, destination, (recv, send)).await;
+        }
+        Accepted::PacketStream { stream, user } => {
+            identify(user, None);
+            trojan_udp::serve(&shared, &inbound, meta, stream).await;
         }
         Accepted::UdpAssociate {
             control,
             client_hint,
             user,
         } => {
-            meta.user = user.map(Arc::from);
+            identify(user, None);
             meta.network = Network::Udp;
             if let Err(e) =
                 udp::socks_associate(&shared, &inbound, meta, control, client_hint).await
             {
                 debug!(inbound = %inbound.tag, %source, error = %e, "UDP association ended");
             }
+        }
+        Accepted::Fallback { stream } => {
+            fall_back(&shared, &inbound, &meta, stream, &session).await
         }
         Accepted::Done => {}
     }
@@ -176,36 +170,11 @@ pub async fn serve_stream(
     connect_and_relay(&shared, &inbound, meta, stream, Reply::None).await;
 }
 
-enum Handshake {
-    Accepted(Accepted),
-    /// Accepted for a user with a policy level of their own (VMess).
-    AcceptedUser {
-        accepted: Accepted,
-        level: u32,
-    },
-    /// Not a valid request for a known user: try the inbound's fallbacks with this stream,
-    /// which replays every byte read so far.
-    Fallback(BoxStream),
-    /// A UDP request carried in the protocol's stream (VLESS/VMess command 0x02): datagrams
-    /// to one destination, through these halves.
-    StreamUdp {
-        destination: Address,
-        halves: (BoxDatagramRecv, BoxDatagramSend),
-        user: Option<String>,
-        /// The user's own policy level (VMess), else the inbound's.
-        level: Option<u32>,
-    },
-    /// A Trojan UDP ASSOCIATE: packets each carrying their own destination.
-    TrojanUdp {
-        stream: BoxStream,
-        user: Option<String>,
-    },
-}
-
-/// Runs the inbound's transport layers and protocol handshake under the policy's handshake
-/// timeout (a timeout is an error of kind TimedOut). Handshake futures are boxed: each is sized
-/// for its own protocol's buffers and freed when the handshake ends, instead of every
-/// connection task carrying the largest one (the HTTP forwarder's) for its whole life.
+/// Runs the inbound's transport layers, then its protocol's handshake, under the policy's
+/// handshake timeout (a timeout is an error of kind TimedOut); a protocol that times itself
+/// (HTTP forwarding) gets the limit for its first request instead. Handshake futures are
+/// boxed: each is sized for its own protocol's buffers and freed when the handshake ends,
+/// instead of every connection task carrying the largest one for its whole life.
 async fn handshake(
     shared: &Arc<Shared>,
     inbound: &Arc<InboundHandler>,
@@ -213,247 +182,46 @@ async fn handshake(
     stream: BoxStream,
     tunnel_destination: Option<io::Result<Address>>,
     session: &mut LayerSession,
-) -> io::Result<Handshake> {
+) -> io::Result<Accepted> {
     let limit = shared.level(inbound.level).handshake;
-    let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "no complete request in time");
-    let tunnel_destination = tunnel_destination.transpose()?;
-    let stream: BoxStream = if inbound.layers.is_empty() {
-        stream
-    } else {
-        match timeout(limit, Box::pin(inbound.layers.accept(stream, session))).await {
-            Ok(Ok(stream)) => stream,
-            Ok(Err(e)) => return Err(e),
-            Err(_) => return Err(timed_out()),
+    let Some(protocol) = inbound.protocol() else {
+        return Err(io::Error::other("this inbound takes no TCP connections"));
+    };
+    let connector = RoutedConnector {
+        shared: shared.clone(),
+        inbound: inbound.clone(),
+        meta: meta.clone(),
+    };
+    let cx = InboundContext {
+        has_fallbacks: !inbound.fallbacks.is_empty(),
+        raw_tcp: inbound.layers.is_raw_tcp(),
+        destination: tunnel_destination.transpose()?,
+        first_request: limit,
+        connector: &connector,
+    };
+    let layers = async {
+        if inbound.layers.is_empty() {
+            Ok(stream)
+        } else {
+            Box::pin(inbound.layers.accept(stream, session)).await
         }
     };
-    let accepted = match &inbound.kind {
-        InboundKind::Socks { config, .. } => {
-            match timeout(limit, Box::pin(socks::server::handshake(stream, config))).await {
-                Ok(result) => result.map_err(io::Error::other),
-                Err(_) => Err(timed_out()),
-            }
-        }
-        InboundKind::Vless(server) => {
-            let accept = vless_accept(stream, server, !inbound.fallbacks.is_empty());
-            match timeout(limit, Box::pin(accept)).await {
-                Ok(Ok(VlessAccept::Stream {
-                    destination,
-                    stream,
-                    user,
-                })) => Ok(Accepted::Stream {
-                    destination,
-                    stream,
-                    reply: Reply::None,
-                    user,
-                }),
-                Ok(Ok(VlessAccept::Fallback { stream })) => return Ok(Handshake::Fallback(stream)),
-                Ok(Ok(VlessAccept::Mux { stream, user })) => {
-                    // Xray clients' UDP (XUDP): the first frame opens the session.
-                    let udp = match timeout(limit, Box::pin(mux::accept_udp(stream))).await {
-                        Ok(result) => result?,
-                        Err(_) => return Err(timed_out()),
-                    };
-                    return Ok(Handshake::StreamUdp {
-                        destination: udp.destination,
-                        halves: (Box::new(udp.reader), Box::new(udp.writer)),
-                        user,
-                        level: None,
-                    });
-                }
-                Ok(Ok(VlessAccept::Udp {
-                    destination,
-                    stream,
-                    user,
-                })) => {
-                    let (reader, writer) = VlessPacketStream::new(stream).into_split();
-                    return Ok(Handshake::StreamUdp {
-                        destination,
-                        halves: (Box::new(reader), Box::new(writer)),
-                        user,
-                        level: None,
-                    });
-                }
-                Ok(Err(e)) => Err(e),
-                Err(_) => Err(timed_out()),
-            }
-        }
-        InboundKind::Vmess(server) => {
-            // Raw TCP drains a refused connection before closing, as Xray does; over TLS or
-            // WebSocket it closes at once (Xray drains only on *net.TCPConn).
-            let drain = inbound.layers.is_raw_tcp();
-            match timeout(limit, Box::pin(vmess::accept(stream, server, drain))).await {
-                Ok(Ok(VmessAccept::Stream {
-                    destination,
-                    stream,
-                    user,
-                    level,
-                })) => {
-                    return Ok(Handshake::AcceptedUser {
-                        accepted: Accepted::Stream {
-                            destination,
-                            stream: Box::new(stream),
-                            reply: Reply::None,
-                            user,
-                        },
-                        level,
-                    });
-                }
-                Ok(Ok(VmessAccept::Udp {
-                    destination,
-                    reader,
-                    writer,
-                    user,
-                    level,
-                })) => {
-                    return Ok(Handshake::StreamUdp {
-                        destination,
-                        halves: (Box::new(reader), Box::new(writer)),
-                        user,
-                        level: Some(level),
-                    });
-                }
-                Ok(Err(e)) => Err(e),
-                Err(_) => Err(timed_out()),
-            }
-        }
-        InboundKind::Trojan(server) => {
-            let accept = trojan_accept(stream, server, !inbound.fallbacks.is_empty());
-            match timeout(limit, Box::pin(accept)).await {
-                Ok(Ok(TrojanAccept::Stream {
-                    destination,
-                    stream,
-                    user,
-                })) => Ok(Accepted::Stream {
-                    destination,
-                    stream,
-                    reply: Reply::None,
-                    user,
-                }),
-                Ok(Ok(TrojanAccept::Fallback { stream })) => {
-                    return Ok(Handshake::Fallback(stream));
-                }
-                Ok(Ok(TrojanAccept::Udp { stream, user, .. })) => {
-                    return Ok(Handshake::TrojanUdp { stream, user });
-                }
-                Ok(Err(e)) => Err(e),
-                Err(_) => Err(timed_out()),
-            }
-        }
-        InboundKind::Shadowsocks(server) => {
-            // A refused request is drained inside `accept` until the client gives up; the
-            // handshake timeout bounds that wait (shadowsocks.md §2.4).
-            match timeout(limit, Box::pin(shadowsocks::server::accept(stream, server))).await {
-                Ok(Ok(accepted)) => {
-                    let user = server
-                        .users()
-                        .get(accepted.user)
-                        .and_then(|u| u.email.clone());
-                    Ok(Accepted::Stream {
-                        destination: accepted.destination,
-                        stream: Box::new(accepted.stream),
-                        reply: Reply::None,
-                        user,
-                    })
-                }
-                Ok(Err(e)) => Err(e),
-                Err(_) => Err(timed_out()),
-            }
-        }
-        InboundKind::Http(config) => {
-            // The HTTP inbound forwards plain requests itself for as long as the client keeps
-            // the connection alive, so only its first request is bounded by the handshake
-            // timeout (inside serve_timed), not the whole exchange.
-            let connector = RoutedConnector {
-                shared: shared.clone(),
-                inbound: inbound.clone(),
-                meta: meta.clone(),
-            };
-            Box::pin(http::server::serve_timed(
-                stream,
-                config,
-                &connector,
-                Some(limit),
-            ))
-            .await
-        }
-        InboundKind::Kcptun { .. } => {
-            Err(io::Error::other("kcptun inbounds take no TCP connections"))
-        }
-        InboundKind::Tunnel(_) => {
-            let destination = tunnel_destination
-                .ok_or_else(|| io::Error::other("tunnel without a destination"))?;
-            Ok(Accepted::Stream {
-                destination,
-                stream,
-                reply: Reply::None,
-                user: None,
-            })
-        }
-    };
-    accepted.map(Handshake::Accepted)
-}
-
-/// With fallbacks, Xray reads a VLESS or Trojan request in one read of up to 8 KiB; when that
-/// read brought fewer bytes than the protocol needs to recognise its client (VLESS: 18, the
-/// version and id; Trojan: 58, the hash and its CRLF) it falls back at once instead of waiting
-/// for the rest (proxy/vless/inbound/inbound.go and proxy/trojan/server.go `Process`:
-/// `isfb && firstLen < …`). A prober sending a few bytes therefore gets the fallback's
-/// answer, not a silent wait for the handshake timeout. An end of stream before any byte is
-/// an error there too (no fallback is dialled).
-enum FirstRead {
-    /// Enough to decide: the protocol handshake goes on with this stream (which replays it).
-    Enough(BoxStream),
-    /// Too short: straight to the fallback with this stream (which replays it).
-    Short(BoxStream),
-}
-
-async fn first_read(mut stream: BoxStream, fallback_below: usize) -> io::Result<FirstRead> {
-    const FIRST_READ: usize = 8192;
-    // Allocate only once bytes are there: silent connections stay small.
-    std::future::poll_fn(|cx| stream.poll_read_ready(cx)).await?;
-    let mut buf = vec![0u8; FIRST_READ];
-    let n = stream.read(&mut buf).await?;
-    if n == 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "closed before sending anything",
-        ));
-    }
-    let first = Bytes::copy_from_slice(&buf[..n]);
-    drop(buf);
-    let stream: BoxStream = Box::new(Prefixed::new(first, stream));
-    Ok(if n < fallback_below {
-        FirstRead::Short(stream)
+    if protocol.times_itself() {
+        let stream = within(limit, layers).await?;
+        protocol.accept(stream, &cx).await
     } else {
-        FirstRead::Enough(stream)
-    })
-}
-
-async fn vless_accept(
-    stream: BoxStream,
-    server: &vless::server::VlessServer,
-    has_fallbacks: bool,
-) -> io::Result<VlessAccept> {
-    if !has_fallbacks {
-        return vless::server::accept(stream, server).await;
-    }
-    match first_read(stream, 18).await? {
-        FirstRead::Short(stream) => Ok(VlessAccept::Fallback { stream }),
-        FirstRead::Enough(stream) => vless::server::accept(stream, server).await,
+        within(limit, async { protocol.accept(layers.await?, &cx).await }).await
     }
 }
 
-async fn trojan_accept(
-    stream: BoxStream,
-    server: &trojan::server::TrojanServer,
-    has_fallbacks: bool,
-) -> io::Result<TrojanAccept> {
-    if !has_fallbacks {
-        return trojan::server::accept(stream, server).await;
-    }
-    match first_read(stream, trojan::codec::AUTH_LEN).await? {
-        FirstRead::Short(stream) => Ok(TrojanAccept::Fallback { stream }),
-        FirstRead::Enough(stream) => trojan::server::accept(stream, server).await,
+/// `work`, or a TimedOut error once `limit` has passed.
+async fn within<T>(limit: Duration, work: impl Future<Output = io::Result<T>>) -> io::Result<T> {
+    match timeout(limit, work).await {
+        Ok(result) => result,
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "no complete request in time",
+        )),
     }
 }
 

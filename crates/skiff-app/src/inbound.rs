@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use skiff_config::{InboundPlan, InboundProtocol};
 use skiff_core::tcp_tuning::TcpTuning;
-use skiff_core::{Address, Counter, Stats};
+use skiff_core::{Address, Counter, Inbound, Stats};
 use skiff_proto::http::server::HttpServerConfig;
 use skiff_proto::socks::server::SocksServerConfig;
+use skiff_proto::tunnel::TunnelInbound;
 
 use crate::stack::InboundLayers;
 use crate::tunnel::TunnelConfig;
@@ -191,6 +192,21 @@ impl InboundHandler {
             udp_listener,
             tcp_tuning: crate::stack::tcp_tuning(&plan.stream),
         })
+    }
+
+    /// The protocol's handshake, or None for an inbound that takes no TCP connections. The
+    /// one place a protocol is registered with the dispatcher.
+    pub fn protocol(&self) -> Option<&dyn Inbound> {
+        match &self.kind {
+            InboundKind::Socks { config, .. } => Some(config),
+            InboundKind::Http(config) => Some(config),
+            InboundKind::Tunnel(_) => Some(&TunnelInbound),
+            InboundKind::Vless(server) => Some(server),
+            InboundKind::Trojan(server) => Some(server),
+            InboundKind::Shadowsocks(server) => Some(&**server),
+            InboundKind::Vmess(server) => Some(&**server),
+            InboundKind::Kcptun { .. } => None,
+        }
     }
 
     pub fn protocol_name(&self) -> &'static str {

@@ -1,11 +1,14 @@
-//! What an inbound's handshake hands to the dispatcher, and the small capability a protocol
-//! needs when it must open outbound streams itself (HTTP forwarding opens one per request).
+//! The inbound side of the vocabulary: the [`Inbound`] trait every protocol's server
+//! implements, what its handshake hands to the dispatcher ([`Accepted`]), and the small
+//! capability a protocol needs when it must open outbound streams itself (HTTP forwarding
+//! opens one per request).
 
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 
+use crate::datagram::{BoxDatagramRecv, BoxDatagramSend};
 use crate::{Address, BoxStream};
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -40,7 +43,27 @@ pub enum Accepted {
         reply: Reply,
         /// Authenticated user (account name or email), for routing and per-user counters.
         user: Option<String>,
+        /// The user's own policy level (VMess users carry one), else the inbound's applies.
+        level: Option<u32>,
     },
+    /// Datagrams to and from one destination, carried in the protocol's stream (VLESS and
+    /// VMess command 0x02, a Mux.Cool/XUDP session).
+    Datagrams {
+        destination: Address,
+        recv: BoxDatagramRecv,
+        send: BoxDatagramSend,
+        user: Option<String>,
+        level: Option<u32>,
+    },
+    /// A packet stream whose packets each carry their own destination (Trojan UDP
+    /// ASSOCIATE): `stream` is the protocol's stream after its header.
+    PacketStream {
+        stream: BoxStream,
+        user: Option<String>,
+    },
+    /// Not a valid request for a known user: hand `stream`, which replays every byte read,
+    /// to the inbound's fallbacks (or close it when none applies).
+    Fallback { stream: BoxStream },
     /// SOCKS5 UDP ASSOCIATE: keep `control` open; the client will send datagrams from
     /// `client_hint` (may be unspecified) to the UDP port the dispatcher announces.
     UdpAssociate {
@@ -61,4 +84,40 @@ pub trait Connector: Send + Sync {
         destination: &'a Address,
         user: Option<&'a str>,
     ) -> BoxFuture<'a, io::Result<BoxStream>>;
+}
+
+/// What the dispatcher tells an inbound about the connection it hands over.
+pub struct InboundContext<'a> {
+    /// The inbound has fallbacks: a client that sends too little to be recognised goes there
+    /// at once, as Xray does, instead of waiting for the handshake timeout.
+    pub has_fallbacks: bool,
+    /// The stream is the raw TCP socket (no TLS or WebSocket under the protocol): VMess
+    /// drains refused connections only there, as Xray does.
+    pub raw_tcp: bool,
+    /// A tunnel's destination (configured, or read from SO_ORIGINAL_DST).
+    pub destination: Option<Address>,
+    /// How long the first request may take, for a protocol that bounds itself
+    /// ([`Inbound::times_itself`]).
+    pub first_request: std::time::Duration,
+    /// Opens routed outbound streams for a protocol that forwards requests itself.
+    pub connector: &'a dyn Connector,
+}
+
+/// A protocol's server side: one handshake on an accepted stream, bounded by the
+/// dispatcher's handshake timeout (which also bounds whatever the protocol does to refuse a
+/// connection, such as VMess's drain).
+pub trait Inbound: Send + Sync {
+    /// Runs the handshake on `stream` (the transport layers are already done).
+    fn accept<'a>(
+        &'a self,
+        stream: BoxStream,
+        cx: &'a InboundContext<'a>,
+    ) -> BoxFuture<'a, io::Result<Accepted>>;
+
+    /// The protocol applies its own time limits ([`InboundContext::first_request`]) and may
+    /// serve the connection for longer inside `accept` (HTTP forwarding of keep-alive
+    /// requests): the dispatcher then does not put its timeout around `accept`.
+    fn times_itself(&self) -> bool {
+        false
+    }
 }

@@ -7,12 +7,15 @@ pub mod net;
 pub use address::Address;
 pub use net::{Cidr, Network, Networks, PortRange};
 pub mod counted;
+pub mod datagram;
 pub mod handshake;
 pub mod metadata;
 pub mod stream;
 
 pub use counted::Counted;
-pub use handshake::{Accepted, BoxFuture, ConnectOutcome, Connector, Reply};
+pub use handshake::{
+    Accepted, BoxFuture, ConnectOutcome, Connector, Inbound, InboundContext, Reply,
+};
 pub use metadata::Metadata;
 pub use stream::{BoxStream, DirectSwitch, Prefixed, ProxyStream};
 pub mod relay;

@@ -3,6 +3,7 @@
 
 pub mod blackhole;
 pub mod datagram;
+mod first_read;
 pub mod freedom;
 mod header_first;
 pub mod http;
@@ -11,5 +12,6 @@ pub mod proxy_protocol;
 pub mod shadowsocks;
 pub mod socks;
 pub mod trojan;
+pub mod tunnel;
 pub mod vless;
 pub mod vmess;

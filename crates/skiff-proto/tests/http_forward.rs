@@ -565,6 +565,7 @@ async fn connect_hands_over_the_stream() {
         mut stream,
         reply,
         user,
+        ..
     } = accepted
     else {
         panic!("expected a stream");

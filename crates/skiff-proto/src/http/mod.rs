@@ -12,6 +12,7 @@
 pub mod auth;
 pub mod body;
 pub mod headers;
+mod inbound;
 pub mod request;
 pub mod response;
 pub mod server;

@@ -142,6 +142,7 @@ pub async fn serve_timed<S: ProxyStream>(
                 stream: Box::new(Prefixed::new(Bytes::from(pending), stream)),
                 reply: Reply::HttpConnect,
                 user,
+                level: None,
             });
         }
 

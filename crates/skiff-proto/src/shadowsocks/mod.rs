@@ -13,6 +13,7 @@ pub mod cipher;
 pub mod client;
 pub mod codec;
 pub mod header;
+mod inbound;
 pub mod method;
 pub mod replay;
 pub mod server;

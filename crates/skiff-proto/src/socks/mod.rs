@@ -7,6 +7,7 @@
 
 pub mod auth;
 pub mod codec;
+mod inbound;
 pub mod server;
 pub mod udp;
 

@@ -289,6 +289,7 @@ async fn socks5<S: ProxyStream>(
             stream: buf.into_stream(stream),
             reply: Reply::Socks5,
             user,
+            level: None,
         }),
         Command::UdpAssociate if config.udp_enabled => Ok(Accepted::UdpAssociate {
             control: buf.into_stream(stream),
@@ -331,6 +332,7 @@ async fn socks4<S: ProxyStream>(
             stream: buf.into_stream(stream),
             reply: Reply::Socks4,
             user: None,
+            level: None,
         }),
         (command, _) => {
             let error = SocksError::UnsupportedCommand(command as u8);

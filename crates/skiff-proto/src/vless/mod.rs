@@ -4,6 +4,7 @@
 
 pub mod client;
 pub mod codec;
+mod inbound;
 pub mod packet;
 pub mod server;
 pub mod udp;

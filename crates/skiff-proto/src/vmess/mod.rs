@@ -17,6 +17,7 @@ pub mod chunk;
 pub mod client;
 pub mod error;
 mod halves;
+mod inbound;
 pub mod instruction;
 pub mod keys;
 pub mod packet;

@@ -89,6 +89,7 @@ fn expect_stream(accepted: Accepted) -> (Address, skiff_core::BoxStream, Reply, 
             stream,
             reply,
             user,
+            ..
         } => (destination, stream, reply, user),
         _ => panic!("expected Accepted::Stream"),
     }

@@ -1,0 +1,72 @@
+//! VLESS as an [`Inbound`]: the fallback-aware first read, the handshake, and UDP (command
+//! 0x02, or Xray clients' XUDP over Mux.Cool) turned into datagram halves.
+
+use std::io;
+
+use skiff_core::{Accepted, BoxFuture, BoxStream, Inbound, InboundContext, Reply};
+
+use super::packet::VlessPacketStream;
+use super::server::{VlessAccept, VlessServer, accept};
+use crate::first_read::{FirstRead, first_read};
+use crate::mux;
+
+/// Bytes a first read needs before VLESS can tell its client: the version and the id.
+const RECOGNISABLE: usize = 18;
+
+impl Inbound for VlessServer {
+    fn accept<'a>(
+        &'a self,
+        stream: BoxStream,
+        cx: &'a InboundContext<'a>,
+    ) -> BoxFuture<'a, io::Result<Accepted>> {
+        Box::pin(async move {
+            let stream = if cx.has_fallbacks {
+                match first_read(stream, RECOGNISABLE).await? {
+                    FirstRead::Short(stream) => return Ok(Accepted::Fallback { stream }),
+                    FirstRead::Enough(stream) => stream,
+                }
+            } else {
+                stream
+            };
+            Ok(match accept(stream, self).await? {
+                VlessAccept::Stream {
+                    destination,
+                    stream,
+                    user,
+                } => Accepted::Stream {
+                    destination,
+                    stream,
+                    reply: Reply::None,
+                    user,
+                    level: None,
+                },
+                VlessAccept::Fallback { stream } => Accepted::Fallback { stream },
+                VlessAccept::Mux { stream, user } => {
+                    // Xray clients' UDP (XUDP): the first frame opens the session.
+                    let udp = mux::accept_udp(stream).await?;
+                    Accepted::Datagrams {
+                        destination: udp.destination,
+                        recv: Box::new(udp.reader),
+                        send: Box::new(udp.writer),
+                        user,
+                        level: None,
+                    }
+                }
+                VlessAccept::Udp {
+                    destination,
+                    stream,
+                    user,
+                } => {
+                    let (reader, writer) = VlessPacketStream::new(stream).into_split();
+                    Accepted::Datagrams {
+                        destination,
+                        recv: Box::new(reader),
+                        send: Box::new(writer),
+                        user,
+                        level: None,
+                    }
+                }
+            })
+        })
+    }
+}
