@@ -4,7 +4,7 @@
 use skiff_core::Address;
 use skiff_crypto::shadowsocks::{AesBlock, identity_subkey_2022, psk_hash_2022};
 
-use super::{Reader, SsError, address, check_time};
+use super::{Reader, SsError, address, check_time, read_address};
 
 /// Type byte of a client's request header.
 pub const TYPE_CLIENT: u8 = 0;
@@ -29,12 +29,12 @@ pub fn request_fixed(timestamp: u64, variable_len: u16) -> [u8; REQUEST_FIXED_LE
 /// Checks an opened fixed request header; returns the length of the variable header chunk.
 pub fn parse_request_fixed(plain: &[u8], now: u64) -> Result<usize, SsError> {
     let mut r = Reader::new(plain);
-    let kind = r.u8()?;
+    let kind = r.u8().ok_or(SsError::Truncated)?;
     if kind != TYPE_CLIENT {
         return Err(SsError::BadType(kind));
     }
-    check_time(r.u64()?, now)?;
-    Ok(usize::from(r.u16()?))
+    check_time(r.u64().ok_or(SsError::Truncated)?, now)?;
+    Ok(usize::from(r.u16().ok_or(SsError::Truncated)?))
 }
 
 /// The variable request header (opened): target address, padding, initial payload. Returns
@@ -42,9 +42,9 @@ pub fn parse_request_fixed(plain: &[u8], now: u64) -> Result<usize, SsError> {
 /// padding, or padding past its end, is refused.
 pub fn parse_request_variable(plain: &[u8]) -> Result<(Address, usize), SsError> {
     let mut r = Reader::new(plain);
-    let target = r.skip_address()?;
-    let padding = usize::from(r.u16()?);
-    r.take(padding).map_err(|_| SsError::BadPadding)?;
+    let target = read_address(&mut r)?;
+    let padding = usize::from(r.u16().ok_or(SsError::Truncated)?);
+    r.take(padding).ok_or(SsError::BadPadding)?;
     if padding == 0 && r.rest().is_empty() {
         return Err(SsError::BadPadding);
     }
@@ -76,16 +76,16 @@ pub fn write_response_fixed(
 /// first payload chunk.
 pub fn parse_response_fixed(plain: &[u8], request_salt: &[u8], now: u64) -> Result<usize, SsError> {
     let mut r = Reader::new(plain);
-    let kind = r.u8()?;
+    let kind = r.u8().ok_or(SsError::Truncated)?;
     if kind != TYPE_SERVER {
         return Err(SsError::BadType(kind));
     }
-    check_time(r.u64()?, now)?;
-    let salt = r.take(request_salt.len())?;
+    check_time(r.u64().ok_or(SsError::Truncated)?, now)?;
+    let salt = r.take(request_salt.len()).ok_or(SsError::Truncated)?;
     if !skiff_crypto::constant_time_eq(salt, request_salt) {
         return Err(SsError::WrongRequest);
     }
-    Ok(usize::from(r.u16()?))
+    Ok(usize::from(r.u16().ok_or(SsError::Truncated)?))
 }
 
 /// The TCP identity header naming `next_key` under identity key `ipsk` for this `salt`.

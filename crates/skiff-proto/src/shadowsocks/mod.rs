@@ -24,6 +24,7 @@ pub mod udp2022;
 #[cfg(test)]
 mod tests;
 
+use skiff_core::wire::Reader;
 use std::fmt;
 
 pub use method::{Method, MethodError};
@@ -110,55 +111,14 @@ pub fn check_time(theirs: u64, now: u64) -> Result<(), SsError> {
     Ok(())
 }
 
-/// A bounds-checked reader over decrypted bytes.
-pub(crate) struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    pub(crate) fn new(buf: &'a [u8]) -> Reader<'a> {
-        Reader { buf, pos: 0 }
-    }
-
-    pub(crate) fn pos(&self) -> usize {
-        self.pos
-    }
-
-    pub(crate) fn rest(&self) -> &'a [u8] {
-        self.buf.get(self.pos..).unwrap_or(&[])
-    }
-
-    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], SsError> {
-        let end = self.pos.checked_add(n).ok_or(SsError::Truncated)?;
-        let bytes = self.buf.get(self.pos..end).ok_or(SsError::Truncated)?;
-        self.pos = end;
-        Ok(bytes)
-    }
-
-    pub(crate) fn u8(&mut self) -> Result<u8, SsError> {
-        Ok(self.take(1)?[0])
-    }
-
-    pub(crate) fn u16(&mut self) -> Result<u16, SsError> {
-        let b = self.take(2)?;
-        Ok(u16::from_be_bytes([b[0], b[1]]))
-    }
-
-    pub(crate) fn u64(&mut self) -> Result<u64, SsError> {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(self.take(8)?);
-        Ok(u64::from_be_bytes(b))
-    }
-
-    pub(crate) fn skip_address(&mut self) -> Result<skiff_core::Address, SsError> {
-        match address::parse(self.rest())? {
-            address::Parsed::Complete(addr, len) => {
-                self.pos += len;
-                Ok(addr)
-            }
-            address::Parsed::Incomplete => Err(SsError::Truncated),
+/// Reads a Shadowsocks address (SOCKS form) at the reader's position and moves past it.
+pub(crate) fn read_address(r: &mut Reader<'_>) -> Result<skiff_core::Address, SsError> {
+    match address::parse(r.rest())? {
+        address::Parsed::Complete(addr, len) => {
+            r.take(len).ok_or(SsError::Truncated)?;
+            Ok(addr)
         }
+        address::Parsed::Incomplete => Err(SsError::Truncated),
     }
 }
 

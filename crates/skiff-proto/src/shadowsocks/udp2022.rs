@@ -17,7 +17,7 @@ use skiff_crypto::{AeadKey, AeadKind, TAG_LEN};
 
 use super::header::{TYPE_CLIENT, TYPE_SERVER};
 use super::replay::PacketWindow;
-use super::{Method, Reader, SsError, address, check_time};
+use super::{Method, Reader, SsError, address, check_time, read_address};
 
 /// Session id and packet id.
 pub const SEPARATE_HEADER_LEN: usize = 16;
@@ -435,7 +435,7 @@ impl Receiver {
 /// Parses an opened body (after the session and packet ids).
 fn parse_body(plain: &[u8], from_client: bool, now: u64) -> Result<Opened, SsError> {
     let mut r = Reader::new(plain);
-    let kind = r.u8()?;
+    let kind = r.u8().ok_or(SsError::Truncated)?;
     let want = if from_client {
         TYPE_CLIENT
     } else {
@@ -444,11 +444,15 @@ fn parse_body(plain: &[u8], from_client: bool, now: u64) -> Result<Opened, SsErr
     if kind != want {
         return Err(SsError::BadType(kind));
     }
-    check_time(r.u64()?, now)?;
-    let client_session_id = if from_client { None } else { Some(r.u64()?) };
-    let padding = usize::from(r.u16()?);
-    r.take(padding).map_err(|_| SsError::BadPadding)?;
-    let address = r.skip_address()?;
+    check_time(r.u64().ok_or(SsError::Truncated)?, now)?;
+    let client_session_id = if from_client {
+        None
+    } else {
+        Some(r.u64().ok_or(SsError::Truncated)?)
+    };
+    let padding = usize::from(r.u16().ok_or(SsError::Truncated)?);
+    r.take(padding).ok_or(SsError::BadPadding)?;
+    let address = read_address(&mut r)?;
     Ok(Opened {
         address,
         payload: r.pos()..plain.len(),

@@ -3,8 +3,9 @@
 //!
 //! Sources: RFC 1928 (SOCKS5), RFC 1929 (username/password for SOCKS5), the SOCKS4 protocol
 //! description and its SOCKS4a extension. Nothing here indexes a slice in a way that can panic:
-//! all reads go through [`Cursor`], which answers `None` when the input runs out.
+//! all reads go through skiff-core's [`Reader`], which answers `None` when the input runs out.
 
+use skiff_core::wire::Reader;
 use std::fmt;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -227,53 +228,20 @@ pub struct Socks4Request<'a> {
     pub user_id: &'a [u8],
 }
 
-/// Reads from the front of a buffer; every read is `None` when the bytes run out.
-struct Cursor<'a> {
-    rest: &'a [u8],
-    used: usize,
-}
-
-impl<'a> Cursor<'a> {
-    fn new(buf: &'a [u8]) -> Cursor<'a> {
-        Cursor { rest: buf, used: 0 }
-    }
-
-    fn u8(&mut self) -> Option<u8> {
-        let (&byte, rest) = self.rest.split_first()?;
-        self.rest = rest;
-        self.used += 1;
-        Some(byte)
-    }
-
-    fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
-        let (head, rest) = self.rest.split_at_checked(n)?;
-        self.rest = rest;
-        self.used += n;
-        Some(head)
-    }
-
-    fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
-        self.bytes(N)?.try_into().ok()
-    }
-
-    fn u16(&mut self) -> Option<u16> {
-        self.array().map(u16::from_be_bytes)
-    }
-
-    /// A NUL-terminated field of at most `max` bytes (the NUL is consumed, not returned).
-    /// Errors as soon as `max + 1` bytes have arrived without a NUL, so a valid message's
-    /// prefix is never an error.
-    fn until_nul(&mut self, max: usize) -> Result<Option<&'a [u8]>, SocksError> {
-        let window = self.rest.get(..max.saturating_add(1)).unwrap_or(self.rest);
-        match window.iter().position(|&b| b == 0) {
-            Some(len) => {
-                let field = self.bytes(len);
-                self.u8();
-                Ok(field)
-            }
-            None if self.rest.len() > max => Err(SocksError::FieldTooLong),
-            None => Ok(None),
+/// A NUL-terminated field of at most `max` bytes (the NUL is consumed, not returned).
+/// Errors as soon as `max + 1` bytes have arrived without a NUL, so a valid message's prefix
+/// is never an error.
+fn until_nul<'a>(c: &mut Reader<'a>, max: usize) -> Result<Option<&'a [u8]>, SocksError> {
+    let rest = c.rest();
+    let window = rest.get(..max.saturating_add(1)).unwrap_or(rest);
+    match window.iter().position(|&b| b == 0) {
+        Some(len) => {
+            let field = c.take(len);
+            c.u8();
+            Ok(field)
         }
+        None if rest.len() > max => Err(SocksError::FieldTooLong),
+        None => Ok(None),
     }
 }
 
@@ -302,7 +270,7 @@ fn domain_address(raw: &[u8], port: u16) -> Result<Address, SocksError> {
 
 /// Reads ATYP, the address and the port (the tail shared by requests, replies and UDP headers).
 /// `Ok(None)` means incomplete.
-fn read_address(c: &mut Cursor<'_>) -> Result<Option<Address>, SocksError> {
+fn read_address(c: &mut Reader<'_>) -> Result<Option<Address>, SocksError> {
     let Some(atyp) = c.u8() else {
         return Ok(None);
     };
@@ -333,7 +301,7 @@ fn read_address(c: &mut Cursor<'_>) -> Result<Option<Address>, SocksError> {
             if len == 0 {
                 return Err(SocksError::EmptyDomain);
             }
-            let Some(raw) = c.bytes(usize::from(len)) else {
+            let Some(raw) = c.take(usize::from(len)) else {
                 return Ok(None);
             };
             // Check the name before waiting for the port: a bad name is bad whatever follows.
@@ -349,34 +317,34 @@ fn read_address(c: &mut Cursor<'_>) -> Result<Option<Address>, SocksError> {
 
 /// Parses the SOCKS5 greeting: `VER NMETHODS METHODS...`.
 pub fn parse_greeting(buf: &[u8]) -> Result<Parsed<Greeting<'_>>, SocksError> {
-    let mut c = Cursor::new(buf);
+    let mut c = Reader::new(buf);
     let version = need!(c.u8());
     if version != SOCKS5_VERSION {
         return Err(SocksError::BadVersion(version));
     }
     let count = need!(c.u8());
-    let methods = need!(c.bytes(usize::from(count)));
-    Ok(Parsed::Complete(Greeting { methods }, c.used))
+    let methods = need!(c.take(usize::from(count)));
+    Ok(Parsed::Complete(Greeting { methods }, c.pos()))
 }
 
 /// Parses the RFC 1929 request: `VER=1 ULEN UNAME PLEN PASSWD`. Empty fields are accepted
 /// (some clients send an empty password); they simply won't match a configured account.
 pub fn parse_user_pass(buf: &[u8]) -> Result<Parsed<UserPass<'_>>, SocksError> {
-    let mut c = Cursor::new(buf);
+    let mut c = Reader::new(buf);
     let version = need!(c.u8());
     if version != USER_PASS_VERSION {
         return Err(SocksError::BadAuthVersion(version));
     }
     let user_len = need!(c.u8());
-    let username = need!(c.bytes(usize::from(user_len)));
+    let username = need!(c.take(usize::from(user_len)));
     let pass_len = need!(c.u8());
-    let password = need!(c.bytes(usize::from(pass_len)));
-    Ok(Parsed::Complete(UserPass { username, password }, c.used))
+    let password = need!(c.take(usize::from(pass_len)));
+    Ok(Parsed::Complete(UserPass { username, password }, c.pos()))
 }
 
 /// Parses the SOCKS5 request: `VER CMD RSV ATYP DST.ADDR DST.PORT`. RSV is ignored.
 pub fn parse_request(buf: &[u8]) -> Result<Parsed<Request>, SocksError> {
-    let mut c = Cursor::new(buf);
+    let mut c = Reader::new(buf);
     let version = need!(c.u8());
     if version != SOCKS5_VERSION {
         return Err(SocksError::BadVersion(version));
@@ -385,13 +353,13 @@ pub fn parse_request(buf: &[u8]) -> Result<Parsed<Request>, SocksError> {
     let command = Command::from_u8(cmd).ok_or(SocksError::UnsupportedCommand(cmd))?;
     let _reserved = need!(c.u8());
     let address = need!(read_address(&mut c)?);
-    Ok(Parsed::Complete(Request { command, address }, c.used))
+    Ok(Parsed::Complete(Request { command, address }, c.pos()))
 }
 
 /// Parses a SOCKS4 request, `VN=4 CD DSTPORT DSTIP USERID NUL`, and its 4a form, where
 /// DSTIP is 0.0.0.x (x != 0) and a NUL-terminated domain follows the user id.
 pub fn parse_socks4_request(buf: &[u8]) -> Result<Parsed<Socks4Request<'_>>, SocksError> {
-    let mut c = Cursor::new(buf);
+    let mut c = Reader::new(buf);
     let version = need!(c.u8());
     if version != SOCKS4_VERSION {
         return Err(SocksError::BadVersion(version));
@@ -404,10 +372,10 @@ pub fn parse_socks4_request(buf: &[u8]) -> Result<Parsed<Socks4Request<'_>>, Soc
     };
     let port = need!(c.u16());
     let ip = need!(c.array::<4>());
-    let user_id = need!(c.until_nul(SOCKS4_MAX_FIELD)?);
+    let user_id = need!(until_nul(&mut c, SOCKS4_MAX_FIELD)?);
     let address = match ip {
         [0, 0, 0, x] if x != 0 => {
-            let domain = need!(c.until_nul(SOCKS4_MAX_FIELD)?);
+            let domain = need!(until_nul(&mut c, SOCKS4_MAX_FIELD)?);
             domain_address(domain, port)?
         }
         _ => Address::Ip(SocketAddr::new(Ipv4Addr::from(ip).into(), port)),
@@ -418,7 +386,7 @@ pub fn parse_socks4_request(buf: &[u8]) -> Result<Parsed<Socks4Request<'_>>, Soc
             address,
             user_id,
         },
-        c.used,
+        c.pos(),
     ))
 }
 
@@ -426,14 +394,14 @@ pub fn parse_socks4_request(buf: &[u8]) -> Result<Parsed<Socks4Request<'_>>, Soc
 /// payload starts at the returned length. FRAG != 0 is refused: we don't reassemble, and
 /// RFC 1928 §7 allows an implementation that doesn't to drop such datagrams.
 pub fn parse_udp_header(buf: &[u8]) -> Result<Parsed<Address>, SocksError> {
-    let mut c = Cursor::new(buf);
+    let mut c = Reader::new(buf);
     let _reserved = need!(c.u16());
     let frag = need!(c.u8());
     if frag != 0 {
         return Err(SocksError::Fragmented(frag));
     }
     let address = need!(read_address(&mut c)?);
-    Ok(Parsed::Complete(address, c.used))
+    Ok(Parsed::Complete(address, c.pos()))
 }
 
 /// Checks that a domain fits the one-byte length of the wire format.

@@ -10,8 +10,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use skiff_core::Address;
 
-pub use crate::vless::codec::Parsed;
 use crate::vless::codec::{parse_domain, valid_domain};
+pub use skiff_core::wire::Parsed;
+use skiff_core::wire::Reader;
 
 /// Length of the password hash on the wire: lower-case hex of SHA-224.
 pub const HASH_LEN: usize = 56;
@@ -150,47 +151,16 @@ pub struct Request {
     pub destination: Address,
 }
 
-/// A bounds-checked reader over the input.
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn new(buf: &'a [u8]) -> Self {
-        Reader { buf, pos: 0 }
-    }
-
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let end = self.pos.checked_add(n)?;
-        let bytes = self.buf.get(self.pos..end)?;
-        self.pos = end;
-        Some(bytes)
-    }
-
-    fn u8(&mut self) -> Option<u8> {
-        self.take(1).map(|b| b[0])
-    }
-
-    fn u16(&mut self) -> Option<u16> {
-        self.take(2).map(|b| u16::from_be_bytes([b[0], b[1]]))
-    }
-
-    fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
-        self.take(N).and_then(|b| b.try_into().ok())
-    }
-
-    /// CRLF, checked byte by byte so a wrong first byte is an error at once.
-    fn crlf(&mut self, error: TrojanError) -> Result<Option<()>, TrojanError> {
-        for expected in CRLF {
-            match self.u8() {
-                None => return Ok(None),
-                Some(b) if b != expected => return Err(error),
-                Some(_) => {}
-            }
+/// CRLF, checked byte by byte so a wrong first byte is an error at once.
+fn crlf(r: &mut Reader<'_>, error: TrojanError) -> Result<Option<()>, TrojanError> {
+    for expected in CRLF {
+        match r.u8() {
+            None => return Ok(None),
+            Some(b) if b != expected => return Err(error),
+            Some(_) => {}
         }
-        Ok(Some(()))
     }
+    Ok(Some(()))
 }
 
 /// Propagates "need more bytes" out of a parser.
@@ -268,7 +238,7 @@ pub fn encode_address(address: &Address, out: &mut Vec<u8>) -> Result<(), Trojan
 pub fn parse_request_hash(buf: &[u8]) -> Result<Parsed<PasswordHash>, TrojanError> {
     let mut r = Reader::new(buf);
     let hash = need!(r.array::<HASH_LEN>());
-    need!(r.crlf(TrojanError::NoHashDelimiter)?);
+    need!(crlf(&mut r, TrojanError::NoHashDelimiter)?);
     Ok(Parsed::Complete(PasswordHash(hash)))
 }
 
@@ -277,18 +247,18 @@ pub fn parse_request_hash(buf: &[u8]) -> Result<Parsed<PasswordHash>, TrojanErro
 pub fn parse_request(buf: &[u8]) -> Result<Parsed<(Request, usize)>, TrojanError> {
     let mut r = Reader::new(buf);
     let hash = need!(r.array::<HASH_LEN>());
-    need!(r.crlf(TrojanError::NoHashDelimiter)?);
+    need!(crlf(&mut r, TrojanError::NoHashDelimiter)?);
     let command_byte = need!(r.u8());
     let command =
         Command::from_u8(command_byte).ok_or(TrojanError::UnknownCommand(command_byte))?;
     let destination = need!(read_address(&mut r)?);
-    need!(r.crlf(TrojanError::MissingCrlf)?);
+    need!(crlf(&mut r, TrojanError::MissingCrlf)?);
     let request = Request {
         hash: PasswordHash(hash),
         command,
         destination,
     };
-    Ok(Parsed::Complete((request, r.pos)))
+    Ok(Parsed::Complete((request, r.pos())))
 }
 
 /// Appends a request header. On error nothing is appended.
@@ -317,13 +287,13 @@ pub fn parse_packet(buf: &[u8]) -> Result<Parsed<PacketHead>, TrojanError> {
     let mut r = Reader::new(buf);
     let address = need!(read_address(&mut r)?);
     let len = usize::from(need!(r.u16()));
-    need!(r.crlf(TrojanError::MissingCrlf)?);
-    let start = r.pos;
+    need!(crlf(&mut r, TrojanError::MissingCrlf)?);
+    let start = r.pos();
     need!(r.take(len));
     Ok(Parsed::Complete(PacketHead {
         address,
         payload: start..start + len,
-        len: r.pos,
+        len: r.pos(),
     }))
 }
 

@@ -10,6 +10,7 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use skiff_core::Address;
+use skiff_core::wire::Reader;
 
 /// The only VLESS version.
 pub const VERSION: u8 = 0x00;
@@ -29,32 +30,7 @@ const ATYP_IPV4: u8 = 0x01;
 const ATYP_DOMAIN: u8 = 0x02;
 const ATYP_IPV6: u8 = 0x03;
 
-/// The result of parsing a prefix of the input.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Parsed<T> {
-    /// A whole message (for headers: the value and the header length in bytes).
-    Complete(T),
-    /// The input is a valid beginning of a message; more bytes are needed.
-    Incomplete,
-}
-
-impl<T> Parsed<T> {
-    /// The complete value, or None when incomplete.
-    pub fn complete(self) -> Option<T> {
-        match self {
-            Parsed::Complete(value) => Some(value),
-            Parsed::Incomplete => None,
-        }
-    }
-
-    /// Transforms the value of a complete message.
-    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Parsed<U> {
-        match self {
-            Parsed::Complete(value) => Parsed::Complete(f(value)),
-            Parsed::Incomplete => Parsed::Incomplete,
-        }
-    }
-}
+pub use skiff_core::wire::Parsed;
 
 /// Why a VLESS header was refused (or could not be encoded).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,37 +115,6 @@ pub struct Request {
     pub destination: Option<Address>,
 }
 
-/// A bounds-checked reader over the input.
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn new(buf: &'a [u8]) -> Self {
-        Reader { buf, pos: 0 }
-    }
-
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let end = self.pos.checked_add(n)?;
-        let bytes = self.buf.get(self.pos..end)?;
-        self.pos = end;
-        Some(bytes)
-    }
-
-    fn u8(&mut self) -> Option<u8> {
-        self.take(1).map(|b| b[0])
-    }
-
-    fn u16(&mut self) -> Option<u16> {
-        self.take(2).map(|b| u16::from_be_bytes([b[0], b[1]]))
-    }
-
-    fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
-        self.take(N).and_then(|b| b.try_into().ok())
-    }
-}
-
 /// Propagates "need more bytes" out of a parser.
 macro_rules! need {
     ($e:expr) => {
@@ -236,7 +181,7 @@ pub fn parse_request(buf: &[u8]) -> Result<Parsed<(Request, usize)>, VlessError>
         command,
         destination,
     };
-    Ok(Parsed::Complete((request, r.pos)))
+    Ok(Parsed::Complete((request, r.pos())))
 }
 
 /// Xray's domain rule (vless.md §2): a name starting with a digit or `[` that parses as an IP
@@ -306,7 +251,7 @@ fn write_varint(mut value: u64, out: &mut Vec<u8>) {
 pub fn parse_addons(addons: &[u8]) -> Result<Option<String>, VlessError> {
     let mut r = Reader::new(addons);
     let mut flow: Option<&[u8]> = None;
-    while r.pos < addons.len() {
+    while r.pos() < addons.len() {
         let key = read_varint(&mut r)?;
         let field = key >> 3;
         if field == 0 || field > u64::from(u32::MAX >> 3) {
@@ -418,7 +363,7 @@ pub fn parse_response_header(buf: &[u8]) -> Result<Parsed<usize>, VlessError> {
     let addons_len = need!(r.u8());
     let addons = need!(r.take(usize::from(addons_len)));
     parse_addons(addons)?;
-    Ok(Parsed::Complete(r.pos))
+    Ok(Parsed::Complete(r.pos()))
 }
 
 /// Fuzz entry point: runs every VLESS parser on arbitrary bytes. Besides "never panics" it

@@ -7,7 +7,7 @@ use super::chunk::{BodyCipher, BodyFormat, ChunkOpener, ChunkSealer, Opened};
 use super::instruction::{encode_instruction, parse_instruction};
 use super::request::RequestOpener;
 use super::response::open_response;
-use crate::vless::codec::Parsed;
+use skiff_core::wire::Parsed;
 
 const KEY: [u8; 16] = [0x10; 16];
 const IV: [u8; 16] = [0x20; 16];

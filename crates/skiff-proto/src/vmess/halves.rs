@@ -19,7 +19,7 @@ use super::chunk::{
     ChunkOpener, ChunkSealer, MAX_CHUNK_OVERHEAD, MAX_PACKET_PAYLOAD, Opened, STREAM_CHUNK_PAYLOAD,
 };
 use super::response::open_response;
-use crate::vless::codec::Parsed;
+use skiff_core::wire::Parsed;
 
 /// What the reader asks of the transport per read; a chunk larger than this grows the
 /// buffer (once) to fit it.

@@ -8,6 +8,8 @@ use skiff_core::Address;
 use skiff_crypto::hash::fnv1a32;
 
 use super::error::VmessError;
+use skiff_core::wire::Reader;
+
 use crate::vless::codec::{domain_address, valid_domain};
 
 /// The only instruction version anyone sends (servers do not check it).
@@ -154,42 +156,45 @@ fn encode_address(destination: &Address, out: &mut Vec<u8>) -> Result<(), VmessE
 /// Parses a whole (opened) instruction header; returns it and its length including the
 /// checksum. Bytes after the checksum are ignored, as Xray ignores them.
 pub fn parse_instruction(buf: &[u8]) -> Result<(Instruction, usize), VmessError> {
-    let mut r = Reader { buf, pos: 0 };
-    let version = r.u8()?;
-    let body_iv = r.array::<16>()?;
-    let body_key = r.array::<16>()?;
-    let response_auth = r.u8()?;
-    let options = r.u8()?;
-    let pad_sec = r.u8()?;
-    let _reserved = r.u8()?;
-    let command_byte = r.u8()?;
+    let mut r = Reader::new(buf);
+    let version = r.u8().ok_or(VmessError::Truncated)?;
+    let body_iv = r.array::<16>().ok_or(VmessError::Truncated)?;
+    let body_key = r.array::<16>().ok_or(VmessError::Truncated)?;
+    let response_auth = r.u8().ok_or(VmessError::Truncated)?;
+    let options = r.u8().ok_or(VmessError::Truncated)?;
+    let pad_sec = r.u8().ok_or(VmessError::Truncated)?;
+    let _reserved = r.u8().ok_or(VmessError::Truncated)?;
+    let command_byte = r.u8().ok_or(VmessError::Truncated)?;
     let command = Command::from_u8(command_byte).ok_or(VmessError::UnknownCommand(command_byte))?;
     let destination = match command {
         Command::Mux => None,
         Command::Tcp | Command::Udp => {
-            let port = u16::from_be_bytes(r.array::<2>()?);
-            let atyp = r.u8()?;
+            let port = u16::from_be_bytes(r.array::<2>().ok_or(VmessError::Truncated)?);
+            let atyp = r.u8().ok_or(VmessError::Truncated)?;
             Some(match atyp {
                 ATYP_IPV4 => Address::Ip(SocketAddr::new(
-                    IpAddr::V4(Ipv4Addr::from(r.array::<4>()?)),
+                    IpAddr::V4(Ipv4Addr::from(r.array::<4>().ok_or(VmessError::Truncated)?)),
                     port,
                 )),
                 ATYP_IPV6 => Address::Ip(SocketAddr::new(
-                    IpAddr::V6(Ipv6Addr::from(r.array::<16>()?)),
+                    IpAddr::V6(Ipv6Addr::from(
+                        r.array::<16>().ok_or(VmessError::Truncated)?,
+                    )),
                     port,
                 )),
                 ATYP_DOMAIN => {
-                    let len = r.u8()?;
-                    let name = r.take(usize::from(len))?;
+                    let len = r.u8().ok_or(VmessError::Truncated)?;
+                    let name = r.take(usize::from(len)).ok_or(VmessError::Truncated)?;
                     domain_address(name, port).ok_or(VmessError::BadDomain)?
                 }
                 other => return Err(VmessError::BadAddressType(other)),
             })
         }
     };
-    r.take(usize::from(pad_sec >> 4))?;
-    let checked = r.pos;
-    let check = u32::from_be_bytes(r.array::<4>()?);
+    r.take(usize::from(pad_sec >> 4))
+        .ok_or(VmessError::Truncated)?;
+    let checked = r.pos();
+    let check = u32::from_be_bytes(r.array::<4>().ok_or(VmessError::Truncated)?);
     if fnv1a32(&buf[..checked]) != check {
         return Err(VmessError::BadChecksum);
     }
@@ -203,29 +208,5 @@ pub fn parse_instruction(buf: &[u8]) -> Result<(Instruction, usize), VmessError>
         command,
         destination,
     };
-    Ok((ins, r.pos))
-}
-
-/// A bounds-checked reader: running out of input is [`VmessError::Truncated`].
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], VmessError> {
-        let end = self.pos.checked_add(n).ok_or(VmessError::Truncated)?;
-        let bytes = self.buf.get(self.pos..end).ok_or(VmessError::Truncated)?;
-        self.pos = end;
-        Ok(bytes)
-    }
-
-    fn u8(&mut self) -> Result<u8, VmessError> {
-        self.take(1).map(|b| b[0])
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], VmessError> {
-        self.take(N)
-            .and_then(|b| b.try_into().map_err(|_| VmessError::Truncated))
-    }
+    Ok((ins, r.pos()))
 }

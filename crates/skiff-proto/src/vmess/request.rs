@@ -9,7 +9,7 @@ use skiff_crypto::{AeadKey, AeadKind, TAG_LEN};
 use super::auth_id::AUTH_ID_LEN;
 use super::error::VmessError;
 use super::instruction::{Instruction, MAX_INSTRUCTION_LEN, parse_instruction};
-use crate::vless::codec::Parsed;
+use skiff_core::wire::Parsed;
 
 /// The sealed 2-byte length.
 pub const LENGTH_BLOCK_LEN: usize = 2 + TAG_LEN;

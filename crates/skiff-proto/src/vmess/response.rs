@@ -7,7 +7,7 @@ use skiff_crypto::vmess::{kdf, kdf16};
 use skiff_crypto::{AeadKey, AeadKind, TAG_LEN};
 
 use super::error::VmessError;
-use crate::vless::codec::Parsed;
+use skiff_core::wire::Parsed;
 
 const SALT_LENGTH_KEY: &[u8] = b"AEAD Resp Header Len Key";
 const SALT_LENGTH_IV: &[u8] = b"AEAD Resp Header Len IV";

@@ -25,7 +25,7 @@ use super::request::{MAX_REQUEST_LEN, RequestOpener};
 use super::response::{plain_response_header, response_keys, seal_response};
 use super::stream::VmessStream;
 use super::users::VmessServer;
-use crate::vless::codec::Parsed;
+use skiff_core::wire::Parsed;
 
 /// The handshake's read buffer: a whole maximal header, plus payload that came with it.
 const HANDSHAKE_BUF: usize = 1024;

@@ -26,7 +26,7 @@ use super::users::{AuthFailure, VmessServer, VmessUser};
 use super::{VmessAccept, VmessError, accept};
 use crate::datagram;
 use crate::vless::UserId;
-use crate::vless::codec::Parsed;
+use skiff_core::wire::Parsed;
 
 const UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
 

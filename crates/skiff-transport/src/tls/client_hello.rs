@@ -3,6 +3,8 @@
 //! versions. Bounded: at most [`MAX_CLIENT_HELLO_LEN`] bytes of handshake message; never
 //! panics, never allocates more than that.
 
+use skiff_core::wire::Reader;
+
 /// Largest ClientHello message accepted (the handshake message body, 24-bit length).
 pub const MAX_CLIENT_HELLO_LEN: usize = 32 * 1024;
 const MAX_RECORD_LEN: usize = 1 << 14;
@@ -113,48 +115,15 @@ pub fn peek_client_hello(buf: &[u8]) -> Peek {
     }
 }
 
-struct Reader<'a> {
-    buf: &'a [u8],
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], &'static str> {
-        if n > self.buf.len() {
-            return Err(what);
-        }
-        let (a, b) = self.buf.split_at(n);
-        self.buf = b;
-        Ok(a)
-    }
-    fn u8(&mut self, what: &'static str) -> Result<u8, &'static str> {
-        Ok(self.take(1, what)?[0])
-    }
-    fn u16(&mut self, what: &'static str) -> Result<u16, &'static str> {
-        let b = self.take(2, what)?;
-        Ok(u16::from_be_bytes([b[0], b[1]]))
-    }
-    fn vec8(&mut self, what: &'static str) -> Result<&'a [u8], &'static str> {
-        let n = self.u8(what)?;
-        self.take(usize::from(n), what)
-    }
-    fn vec16(&mut self, what: &'static str) -> Result<&'a [u8], &'static str> {
-        let n = self.u16(what)?;
-        self.take(usize::from(n), what)
-    }
-    fn is_empty(&self) -> bool {
-        self.buf.is_empty()
-    }
-}
-
 fn parse_body(body: &[u8]) -> Result<ClientHelloInfo, &'static str> {
-    let mut r = Reader { buf: body };
-    let legacy_version = r.u16("version")?;
-    r.take(32, "random")?;
-    let session_id = r.vec8("session id")?;
+    let mut r = Reader::new(body);
+    let legacy_version = r.u16().ok_or("version")?;
+    r.take(32).ok_or("random")?;
+    let session_id = r.vec8().ok_or("session id")?;
     if session_id.len() > 32 {
         return Err("session id longer than 32");
     }
-    let suites = r.vec16("cipher suites")?;
+    let suites = r.vec16().ok_or("cipher suites")?;
     if suites.is_empty() || !suites.len().is_multiple_of(2) {
         return Err("cipher suites length");
     }
@@ -162,7 +131,7 @@ fn parse_body(body: &[u8]) -> Result<ClientHelloInfo, &'static str> {
         .chunks_exact(2)
         .map(|c| u16::from_be_bytes([c[0], c[1]]))
         .collect();
-    if r.vec8("compression methods")?.is_empty() {
+    if r.vec8().ok_or("compression methods")?.is_empty() {
         return Err("no compression method");
     }
     let mut info = ClientHelloInfo {
@@ -176,18 +145,16 @@ fn parse_body(body: &[u8]) -> Result<ClientHelloInfo, &'static str> {
         session_id_len: session_id.len(),
         consumed: 0,
     };
-    if r.is_empty() {
+    if r.rest().is_empty() {
         return Ok(info); // no extensions (old clients)
     }
-    let mut exts = Reader {
-        buf: r.vec16("extensions")?,
-    };
-    if !r.is_empty() {
+    let mut exts = Reader::new(r.vec16().ok_or("extensions")?);
+    if !r.rest().is_empty() {
         return Err("bytes after extensions");
     }
-    while !exts.is_empty() {
-        let ty = exts.u16("extension type")?;
-        let data = exts.vec16("extension data")?;
+    while !exts.rest().is_empty() {
+        let ty = exts.u16().ok_or("extension type")?;
+        let data = exts.vec16().ok_or("extension data")?;
         if info.extensions.contains(&ty) {
             return Err("duplicate extension");
         }
@@ -206,9 +173,9 @@ fn whole<'a>(
     data: &'a [u8],
     f: impl FnOnce(&mut Reader<'a>) -> Result<&'a [u8], &'static str>,
 ) -> Result<&'a [u8], &'static str> {
-    let mut r = Reader { buf: data };
+    let mut r = Reader::new(data);
     let inner = f(&mut r)?;
-    if r.is_empty() {
+    if r.rest().is_empty() {
         Ok(inner)
     } else {
         Err("extension trailing bytes")
@@ -220,13 +187,11 @@ fn parse_sni(data: &[u8]) -> Result<Option<String>, &'static str> {
     if data.is_empty() {
         return Ok(None);
     }
-    let mut list = Reader {
-        buf: whole(data, |r| r.vec16("server name list"))?,
-    };
+    let mut list = Reader::new(whole(data, |r| r.vec16().ok_or("server name list"))?);
     let mut sni = None;
-    while !list.is_empty() {
-        let kind = list.u8("server name type")?;
-        let name = list.vec16("server name")?;
+    while !list.rest().is_empty() {
+        let kind = list.u8().ok_or("server name type")?;
+        let name = list.vec16().ok_or("server name")?;
         if kind == 0 && sni.is_none() {
             if name.is_empty() || !name.iter().all(|c| c.is_ascii_graphic()) {
                 return Err("server name not a printable ASCII host");
@@ -238,12 +203,10 @@ fn parse_sni(data: &[u8]) -> Result<Option<String>, &'static str> {
 }
 
 fn parse_alpn(data: &[u8]) -> Result<Vec<String>, &'static str> {
-    let mut list = Reader {
-        buf: whole(data, |r| r.vec16("ALPN list"))?,
-    };
+    let mut list = Reader::new(whole(data, |r| r.vec16().ok_or("ALPN list"))?);
     let mut out = Vec::new();
-    while !list.is_empty() {
-        let p = list.vec8("ALPN protocol")?;
+    while !list.rest().is_empty() {
+        let p = list.vec8().ok_or("ALPN protocol")?;
         if p.is_empty() {
             return Err("empty ALPN protocol");
         }
@@ -253,7 +216,7 @@ fn parse_alpn(data: &[u8]) -> Result<Vec<String>, &'static str> {
 }
 
 fn parse_versions(data: &[u8]) -> Result<Vec<u16>, &'static str> {
-    let v = whole(data, |r| r.vec8("supported versions"))?;
+    let v = whole(data, |r| r.vec8().ok_or("supported versions"))?;
     if !v.len().is_multiple_of(2) {
         return Err("supported versions length");
     }
