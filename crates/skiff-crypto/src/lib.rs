@@ -1,17 +1,21 @@
 //! Every cryptographic primitive Skiff uses, in one place: AEAD ciphers sealing and opening in
-//! place (aws-lc-rs; XChaCha20-Poly1305 through our HChaCha20), nonce counters, the hashes and
-//! key derivations the protocols specify, and constant-time comparison.
+//! place (aws-lc-rs; XChaCha20-Poly1305 through RustCrypto's HChaCha20), kcptun's packet
+//! ciphers (RustCrypto block ciphers in CFB, Salsa20), nonce counters, the hashes and key
+//! derivations the protocols specify, randomness, and constant-time comparison.
 //!
 //! Protocol codecs call these and never a crypto crate directly, so a faster backend or a
 //! hardware quirk is handled here once.
 
 pub mod aead;
+#[cfg(target_arch = "x86_64")]
+pub mod aes_cfb;
 pub mod hash;
+pub mod kcp;
 pub mod kdf;
 pub mod nonce;
+pub mod random;
 pub mod shadowsocks;
 pub mod vmess;
-mod xchacha;
 
 pub use aead::{AeadKey, AeadKind, OpenError, TAG_LEN};
 pub use nonce::NonceCounter;

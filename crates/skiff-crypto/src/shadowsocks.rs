@@ -38,12 +38,8 @@ pub fn psk_hash_2022(psk: &[u8]) -> [u8; 16] {
     out
 }
 
-/// Fills `buf` with bytes from the system's secure random generator.
-pub fn fill_random(buf: &mut [u8]) {
-    // aws-lc's generator only fails when the kernel cannot supply entropy at all; nothing
-    // sensible can go on then (every salt would repeat).
-    aws_lc_rs::rand::fill(buf).expect("system random generator");
-}
+/// Salts, padding and session ids: [`crate::random::fill`].
+pub use crate::random::fill as fill_random;
 
 /// One AES-128 or AES-256 key used on single 16-byte blocks (ECB): the 2022 UDP separate
 /// header and the identity headers.

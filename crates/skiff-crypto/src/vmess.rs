@@ -108,15 +108,8 @@ impl AuthIdOpener {
     }
 }
 
-/// Fills `out` from the system's cryptographic random generator (keys, IVs, nonces, auth-ID
-/// salt, padding).
-///
-/// # Panics
-/// Only if the operating system cannot provide randomness at all, where continuing would mean
-/// predictable keys.
-pub fn fill_random(out: &mut [u8]) {
-    aws_lc_rs::rand::fill(out).expect("system random generator");
-}
+/// Keys, IVs, nonces, auth-ID salt and padding: [`crate::random::fill`].
+pub use crate::random::fill as fill_random;
 
 #[cfg(test)]
 mod tests {
