@@ -3,7 +3,7 @@
 use crate::crypt::{CRYPT_HEADER_SIZE, Cipher, NonceSource};
 use crate::{Crypt, KcpConfig, KcpSession, peek_conv};
 
-const CRYPTS: [Crypt; 11] = [
+const CRYPTS: [Crypt; 13] = [
     Crypt::None,
     Crypt::Aes,
     Crypt::Aes128,
@@ -15,6 +15,8 @@ const CRYPTS: [Crypt; 11] = [
     Crypt::Blowfish,
     Crypt::Twofish,
     Crypt::Sm4,
+    Crypt::Cast5,
+    Crypt::TripleDes,
 ];
 
 /// `data[0]`: low nibble picks the crypt, 0x10 turns FEC off, 0x20 turns ack-no-delay on; the rest is a list of `len u16 LE | mode | body`
