@@ -65,8 +65,9 @@ pub(crate) enum Cipher {
     },
 }
 
-/// A block cipher in kcp-go's CFB; for AES also the batched AES-instruction path where the
-/// CPU has one (see `skiff_crypto::aes_cfb` for why and by how much).
+/// A block cipher in kcp-go's CFB; for AES also the batched AES-instruction encryption where
+/// the CPU has it, for [`Cipher::encrypt_many`] (see `skiff_crypto::aes_cfb` for why and by
+/// how much).
 pub(crate) struct BlockKeys {
     cfb: CfbCipher,
     #[cfg(target_arch = "x86_64")]
@@ -133,14 +134,7 @@ impl Cipher {
     pub(crate) fn encrypt(&self, buf: &mut [u8]) -> bool {
         match self {
             Cipher::None => {}
-            Cipher::Block(keys) => {
-                #[cfg(target_arch = "x86_64")]
-                if let Some(fast) = &keys.fast {
-                    fast.encrypt(&mut [buf]);
-                    return true;
-                }
-                keys.cfb.encrypt(&CFB_IV, buf);
-            }
+            Cipher::Block(keys) => keys.cfb.encrypt(&CFB_IV, buf),
             Cipher::Salsa20 { key } => salsa20_xor(key, buf),
             Cipher::Xor { table } => xor_table(table, buf),
         }
@@ -151,14 +145,7 @@ impl Cipher {
     pub(crate) fn decrypt(&self, buf: &mut [u8]) -> bool {
         match self {
             Cipher::None => {}
-            Cipher::Block(keys) => {
-                #[cfg(target_arch = "x86_64")]
-                if let Some(fast) = &keys.fast {
-                    fast.decrypt(buf);
-                    return true;
-                }
-                keys.cfb.decrypt(&CFB_IV, buf);
-            }
+            Cipher::Block(keys) => keys.cfb.decrypt(&CFB_IV, buf),
             Cipher::Salsa20 { key } => salsa20_xor(key, buf),
             Cipher::Xor { table } => xor_table(table, buf),
         }
@@ -324,6 +311,24 @@ mod tests {
         assert_eq!(&buf[buf.len() - 5..], b"hello");
         let mut again = wire.clone();
         assert!(c.open(&mut again).is_some(), "CRC must verify");
+    }
+
+    /// The batched AES path of `encrypt_many` writes what the crate's CFB writes one by one.
+    #[test]
+    fn encrypt_many_matches_encrypt() {
+        for crypt in [Crypt::Aes, Crypt::Aes128, Crypt::Aes192, Crypt::Blowfish] {
+            let c = Cipher::new(crypt, "k").unwrap();
+            let plain: Vec<Vec<u8>> = (0..7usize)
+                .map(|n| (0..20 + n * 97).map(|i| (i * n) as u8).collect())
+                .collect();
+            let mut batch = plain.clone();
+            c.encrypt_many(batch.iter_mut());
+            for (p, b) in plain.iter().zip(&batch) {
+                let mut one = p.clone();
+                assert!(c.encrypt(&mut one));
+                assert_eq!(&one, b, "{crypt:?}");
+            }
+        }
     }
 
     #[test]
