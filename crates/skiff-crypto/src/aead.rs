@@ -171,7 +171,7 @@ pub struct InvalidKeyLength;
 
 impl std::fmt::Display for InvalidKeyLength {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AEAD key has the wrong length")
+        f.write_str("key has the wrong length for its algorithm")
     }
 }
 
@@ -180,14 +180,8 @@ impl std::error::Error for InvalidKeyLength {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hex;
     use proptest::prelude::*;
-
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
 
     /// draft-irtf-cfrg-xchacha-03 §2.2.1.
     #[test]

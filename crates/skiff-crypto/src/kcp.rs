@@ -15,6 +15,8 @@ use cfb_mode::cipher::{
 };
 use cfb_mode::{Decryptor, Encryptor};
 
+use crate::aead::InvalidKeyLength;
+
 /// The block ciphers kcptun offers in CFB mode, each with the key length kcptun gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CfbKind {
@@ -35,18 +37,6 @@ pub enum CfbKind {
     /// XTEA, 16 bytes of big-endian words.
     Xtea,
 }
-
-/// A key the cipher does not accept (wrong length).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct InvalidKey;
-
-impl std::fmt::Display for InvalidKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("invalid key length for the cipher")
-    }
-}
-
-impl std::error::Error for InvalidKey {}
 
 /// One keyed block cipher ready for full-block CFB. Blowfish's and Twofish's key-dependent
 /// S-boxes take 4 KiB each, so those two are boxed.
@@ -97,9 +87,9 @@ macro_rules! with_cipher {
 }
 
 impl CfbCipher {
-    pub fn new(kind: CfbKind, key: &[u8]) -> Result<CfbCipher, InvalidKey> {
-        fn init<C: KeyInit>(key: &[u8]) -> Result<C, InvalidKey> {
-            C::new_from_slice(key).map_err(|_| InvalidKey)
+    pub fn new(kind: CfbKind, key: &[u8]) -> Result<CfbCipher, InvalidKeyLength> {
+        fn init<C: KeyInit>(key: &[u8]) -> Result<C, InvalidKeyLength> {
+            C::new_from_slice(key).map_err(|_| InvalidKeyLength)
         }
         Ok(match kind {
             CfbKind::Aes => match key.len() {
@@ -173,8 +163,8 @@ pub struct Tea<const CYCLES: u32> {
 const TEA_DELTA: u32 = 0x9e37_79b9;
 
 impl<const CYCLES: u32> Tea<CYCLES> {
-    pub fn new(key: &[u8]) -> Result<Self, InvalidKey> {
-        let key: &[u8; 16] = key.try_into().map_err(|_| InvalidKey)?;
+    pub fn new(key: &[u8]) -> Result<Self, InvalidKeyLength> {
+        let key: &[u8; 16] = key.try_into().map_err(|_| InvalidKeyLength)?;
         Ok(Tea { key: be_words(key) })
     }
 
@@ -231,8 +221,8 @@ impl<const CYCLES: u32> BlockCipherEncBackend for Tea<CYCLES> {
 pub struct XteaBe(xtea::Xtea);
 
 impl XteaBe {
-    pub fn new(key: &[u8]) -> Result<Self, InvalidKey> {
-        let key: &[u8; 16] = key.try_into().map_err(|_| InvalidKey)?;
+    pub fn new(key: &[u8]) -> Result<Self, InvalidKeyLength> {
+        let key: &[u8; 16] = key.try_into().map_err(|_| InvalidKeyLength)?;
         let mut swapped = *key;
         swap_words(&mut swapped);
         Ok(XteaBe(xtea::Xtea::new(&swapped.into())))
@@ -272,14 +262,8 @@ impl BlockCipherEncBackend for XteaBe {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hex;
     use proptest::prelude::*;
-
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
 
     fn block8(c: &impl BlockCipherEncrypt<BlockSize = U8>, plain: &str) -> Vec<u8> {
         let mut b: Block<XteaBe> = Array::try_from(hex(plain).as_slice()).unwrap();

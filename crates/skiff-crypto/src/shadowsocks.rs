@@ -85,13 +85,7 @@ impl AesBlock {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::hex;
 
     fn seq(from: u8, len: usize) -> Vec<u8> {
         (0..len).map(|i| from + i as u8).collect()
