@@ -8,6 +8,7 @@
 //! * seed: AES-128-GCM with key `SHA-256(seed)[..16]`, a 12-byte random nonce in front and
 //!   the 16-byte tag behind; no associated data.
 
+use skiff_crypto::hash::fnv1a32;
 use skiff_crypto::{AeadKey, AeadKind, TAG_LEN};
 
 const NONCE_LEN: usize = 12;
@@ -100,12 +101,6 @@ impl Seal {
             }
         }
     }
-}
-
-fn fnv1a32(data: &[u8]) -> u32 {
-    data.iter().fold(0x811c_9dc5u32, |h, &b| {
-        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
-    })
 }
 
 /// `x[i] ^= x[i-4]` from the front, as if `x` were zero-padded to a multiple of 4 (the
