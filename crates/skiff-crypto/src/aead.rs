@@ -3,8 +3,6 @@
 
 use aws_lc_rs::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
 
-use crate::xchacha;
-
 /// Every AEAD here has a 16-byte tag.
 pub const TAG_LEN: usize = 16;
 
@@ -40,6 +38,15 @@ impl AeadKind {
             AeadKind::ChaCha20Poly1305 | AeadKind::XChaCha20Poly1305 => &aead::CHACHA20_POLY1305,
         }
     }
+}
+
+/// HChaCha20 (draft-irtf-cfrg-xchacha §2.2) from RustCrypto's `chacha20`: the subkey that turns
+/// a 24-byte XChaCha20 nonce into a ChaCha20-Poly1305 key. The AEAD itself stays aws-lc's
+/// (assembly ChaCha20 and Poly1305); aws-lc-rs has no XChaCha20, and RustCrypto's whole
+/// `XChaCha20Poly1305` would trade that for portable SIMD.
+fn hchacha20(key: &[u8; 32], nonce16: &[u8]) -> [u8; 32] {
+    let input = chacha20::cipher::array::Array::try_from(nonce16).expect("16-byte HChaCha input");
+    chacha20::hchacha::<chacha20::R20>(key.into(), &input).into()
 }
 
 /// A message failed authentication (or was shorter than a tag). Deliberately says nothing
@@ -146,9 +153,7 @@ impl AeadKey {
             }
             KeyState::XChaCha(key) => {
                 let (head, tail) = nonce.split_at(16);
-                let mut head16 = [0u8; 16];
-                head16.copy_from_slice(head);
-                let subkey = xchacha::hchacha20(key, &head16);
+                let subkey = hchacha20(key, head);
                 let sub = LessSafeKey::new(
                     UnboundKey::new(&aead::CHACHA20_POLY1305, &subkey).expect("32-byte subkey"),
                 );
@@ -166,7 +171,7 @@ pub struct InvalidKeyLength;
 
 impl std::fmt::Display for InvalidKeyLength {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AEAD key has the wrong length")
+        f.write_str("key has the wrong length for its algorithm")
     }
 }
 
@@ -175,13 +180,23 @@ impl std::error::Error for InvalidKeyLength {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hex;
     use proptest::prelude::*;
 
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
+    /// draft-irtf-cfrg-xchacha-03 §2.2.1.
+    #[test]
+    fn hchacha20_matches_the_draft_vector() {
+        let key: [u8; 32] = core::array::from_fn(|i| i as u8);
+        let nonce: [u8; 16] = [
+            0x00, 0x00, 0x00, 0x09, 0x00, 0x00, 0x00, 0x4a, 0x00, 0x00, 0x00, 0x00, 0x31, 0x41,
+            0x59, 0x27,
+        ];
+        let want = [
+            0x82, 0x41, 0x3b, 0x42, 0x27, 0xb2, 0x7b, 0xfe, 0xd3, 0x0e, 0x42, 0x50, 0x8a, 0x87,
+            0x7d, 0x73, 0xa0, 0xf9, 0xe4, 0xd5, 0x8a, 0x74, 0xa8, 0x53, 0xc1, 0x2e, 0xc4, 0x13,
+            0x26, 0xd3, 0xec, 0xdc,
+        ];
+        assert_eq!(hchacha20(&key, &nonce), want);
     }
 
     /// draft-irtf-cfrg-xchacha-03 §A.3.1 (AEAD_XChaCha20_Poly1305 test vector).

@@ -1,7 +1,7 @@
 //! The hashes the protocols name, behind one door.
 
 use md5::Digest as _;
-use sha3::digest::{ExtendableOutput, Update, XofReader};
+use shake::{ExtendableOutput, Update, XofReader};
 
 pub fn md5(parts: &[&[u8]]) -> [u8; 16] {
     let mut h = md5::Md5::new();
@@ -48,11 +48,11 @@ pub fn fnv1a32(data: &[u8]) -> u32 {
 }
 
 /// A SHAKE128 stream (VMess chunk-length masking): squeeze as many bytes as needed.
-pub struct Shake128Stream(sha3::Shake128Reader);
+pub struct Shake128Stream(shake::Shake128Reader);
 
 impl Shake128Stream {
     pub fn new(seed: &[u8]) -> Shake128Stream {
-        let mut h = sha3::Shake128::default();
+        let mut h = shake::Shake128::default();
         h.update(seed);
         Shake128Stream(h.finalize_xof())
     }

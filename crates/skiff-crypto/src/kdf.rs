@@ -35,6 +35,19 @@ pub fn hkdf_sha1(ikm: &[u8], salt: &[u8], info: &[u8], out: &mut [u8]) {
     okm.fill(out).expect("HKDF-SHA1 fill of the asked length");
 }
 
+/// PBKDF2-HMAC-SHA1 (RFC 8018) filling `out`: kcptun's key schedule and kcp-go's XOR table.
+/// `iterations` of 0 counts as 1.
+pub fn pbkdf2_hmac_sha1(secret: &[u8], salt: &[u8], iterations: u32, out: &mut [u8]) {
+    let iterations = std::num::NonZeroU32::new(iterations).unwrap_or(std::num::NonZeroU32::MIN);
+    aws_lc_rs::pbkdf2::derive(
+        aws_lc_rs::pbkdf2::PBKDF2_HMAC_SHA1,
+        iterations,
+        salt,
+        secret,
+        out,
+    );
+}
+
 /// BLAKE3 in key-derivation mode: Shadowsocks 2022's session subkey.
 pub fn blake3_derive_key(context: &str, material: &[&[u8]], out: &mut [u8]) {
     let mut h = blake3::Hasher::new_derive_key(context);

@@ -1,17 +1,21 @@
 //! Every cryptographic primitive Skiff uses, in one place: AEAD ciphers sealing and opening in
-//! place (aws-lc-rs; XChaCha20-Poly1305 through our HChaCha20), nonce counters, the hashes and
-//! key derivations the protocols specify, and constant-time comparison.
+//! place (aws-lc-rs; XChaCha20-Poly1305 through RustCrypto's HChaCha20), kcptun's packet
+//! ciphers (RustCrypto block ciphers in CFB, Salsa20), nonce counters, the hashes and key
+//! derivations the protocols specify, randomness, and constant-time comparison.
 //!
 //! Protocol codecs call these and never a crypto crate directly, so a faster backend or a
 //! hardware quirk is handled here once.
 
 pub mod aead;
+#[cfg(target_arch = "x86_64")]
+pub mod aes_cfb;
 pub mod hash;
+pub mod kcp;
 pub mod kdf;
 pub mod nonce;
+pub mod random;
 pub mod shadowsocks;
 pub mod vmess;
-mod xchacha;
 
 pub use aead::{AeadKey, AeadKind, OpenError, TAG_LEN};
 pub use nonce::NonceCounter;
@@ -24,6 +28,16 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
     // black_box keeps the optimiser from turning the fold into an early exit.
     std::hint::black_box(diff) == 0
+}
+
+/// Test vectors as hex strings (whitespace ignored).
+#[cfg(test)]
+pub(crate) fn hex(s: &str) -> Vec<u8> {
+    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
 }
 
 #[cfg(test)]

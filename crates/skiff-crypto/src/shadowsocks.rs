@@ -38,12 +38,8 @@ pub fn psk_hash_2022(psk: &[u8]) -> [u8; 16] {
     out
 }
 
-/// Fills `buf` with bytes from the system's secure random generator.
-pub fn fill_random(buf: &mut [u8]) {
-    // aws-lc's generator only fails when the kernel cannot supply entropy at all; nothing
-    // sensible can go on then (every salt would repeat).
-    aws_lc_rs::rand::fill(buf).expect("system random generator");
-}
+/// Salts, padding and session ids: [`crate::random::fill`].
+pub use crate::random::fill as fill_random;
 
 /// One AES-128 or AES-256 key used on single 16-byte blocks (ECB): the 2022 UDP separate
 /// header and the identity headers.
@@ -89,13 +85,7 @@ impl AesBlock {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::hex;
 
     fn seq(from: u8, len: usize) -> Vec<u8> {
         (0..len).map(|i| from + i as u8).collect()

@@ -108,27 +108,13 @@ impl AuthIdOpener {
     }
 }
 
-/// Fills `out` from the system's cryptographic random generator (keys, IVs, nonces, auth-ID
-/// salt, padding).
-///
-/// # Panics
-/// Only if the operating system cannot provide randomness at all, where continuing would mean
-/// predictable keys.
-pub fn fill_random(out: &mut [u8]) {
-    aws_lc_rs::rand::fill(out).expect("system random generator");
-}
+/// Keys, IVs, nonces, auth-ID salt and padding: [`crate::random::fill`].
+pub use crate::random::fill as fill_random;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(s: &str) -> Vec<u8> {
-        let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::hex;
 
     /// v2fly's known-answer test (vmess.md §1.1).
     #[test]

@@ -19,6 +19,10 @@ pub enum Crypt {
     Twofish,
     /// SM4 with the first 16 derived key bytes.
     Sm4,
+    /// CAST-128 with the first 16 derived key bytes.
+    Cast5,
+    /// Triple DES (EDE3) with the first 24 derived key bytes (kcptun's `3des`).
+    TripleDes,
 }
 
 impl Crypt {
@@ -36,7 +40,8 @@ impl Crypt {
             "blowfish" => Ok(Crypt::Blowfish),
             "twofish" => Ok(Crypt::Twofish),
             "sm4" => Ok(Crypt::Sm4),
-            "cast5" | "3des" => Err(KcpError::UnsupportedCrypt(name.to_string())),
+            "cast5" => Ok(Crypt::Cast5),
+            "3des" => Ok(Crypt::TripleDes),
             // kcptun itself falls back to aes for unknown names; silently picking a cipher the
             // user did not name would only fail later as checksum errors, so say it now.
             other => Err(KcpError::UnknownCrypt(other.to_string())),

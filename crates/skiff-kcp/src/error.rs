@@ -5,8 +5,6 @@ use std::fmt;
 pub enum KcpError {
     /// A `--crypt` name kcptun does not know.
     UnknownCrypt(String),
-    /// A `--crypt` kcptun has but this crate does not implement.
-    UnsupportedCrypt(String),
     /// A `--mode` name kcptun does not know.
     UnknownMode(String),
     /// A configuration value out of its valid range.
@@ -18,11 +16,7 @@ impl fmt::Display for KcpError {
         match self {
             KcpError::UnknownCrypt(n) => write!(
                 f,
-                "unknown kcp crypt {n:?} (none, aes, aes-128, aes-192, salsa20, xor, tea, xtea, blowfish, twofish, sm4)"
-            ),
-            KcpError::UnsupportedCrypt(n) => write!(
-                f,
-                "kcp crypt {n:?} is not supported here (use none, aes, aes-128, aes-192, salsa20, xor, tea, xtea, blowfish, twofish or sm4)"
+                "unknown kcp crypt {n:?} (none, aes, aes-128, aes-192, salsa20, xor, tea, xtea, blowfish, twofish, cast5, 3des, sm4)"
             ),
             KcpError::UnknownMode(n) => {
                 write!(

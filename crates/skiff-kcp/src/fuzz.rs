@@ -1,9 +1,10 @@
-//! Entry points for the cargo-fuzz targets `kcp_datagram` and `mkcp_packet` (not part of the API).
+//! Entry points for the cargo-fuzz targets `kcp_datagram` and `mkcp_packet`, and for the
+//! `gf_mul` benchmark (not part of the API).
 
 use crate::crypt::{CRYPT_HEADER_SIZE, Cipher, NonceSource};
 use crate::{Crypt, KcpConfig, KcpSession, peek_conv};
 
-const CRYPTS: [Crypt; 11] = [
+const CRYPTS: [Crypt; 13] = [
     Crypt::None,
     Crypt::Aes,
     Crypt::Aes128,
@@ -15,6 +16,8 @@ const CRYPTS: [Crypt; 11] = [
     Crypt::Blowfish,
     Crypt::Twofish,
     Crypt::Sm4,
+    Crypt::Cast5,
+    Crypt::TripleDes,
 ];
 
 /// `data[0]`: low nibble picks the crypt, 0x10 turns FEC off, 0x20 turns ack-no-delay on; the rest is a list of `len u16 LE | mode | body`
@@ -150,5 +153,18 @@ pub fn fuzz_mkcp_packets(data: &[u8]) {
             s.unacked(),
             s.is_terminated(),
         );
+    }
+}
+
+/// The FEC's GF(2^8) multiply-accumulate `dst[i] ^= c·src[i]`, for the `gf_mul` benchmark.
+pub struct GfMulAdd(crate::gf::MulTable);
+
+impl GfMulAdd {
+    pub fn new(c: u8) -> GfMulAdd {
+        GfMulAdd(crate::gf::MulTable::new(c))
+    }
+
+    pub fn mul_add(&self, dst: &mut [u8], src: &[u8]) {
+        crate::gf::mul_add(&self.0, dst, src);
     }
 }

@@ -22,15 +22,11 @@
 //! # Ok::<(), skiff_kcp::KcpError>(())
 //! ```
 //! Internals, one idea per file: `segment` (24-byte header), `arq` (the control block),
-//! `gf` + `fec` (Reed-Solomon shards), `crypt` (nonce, CRC, CFB, salsa20, xor, tea/xtea, key
-//! derivation) with `blowfish`, `twofish` and `sm4` beside it, `session` (the composition),
-//! `config` (kcptun's names and defaults). AES comes from aws-lc-rs.
-//! kcptun's `cast5` and `3des` are not implemented ([`Crypt::parse`] says so).
+//! `gf` + `fec` (Reed-Solomon shards), `crypt` (nonce, CRC, xor table, key derivation, and
+//! kcptun's choice of cipher and key bytes), `session` (the composition), `config` (kcptun's
+//! names and defaults). Every cipher of kcptun's `--crypt` list comes from `skiff-crypto`.
 
-#[cfg(target_arch = "x86_64")]
-mod aes_cfb;
 mod arq;
-mod blowfish;
 mod config;
 mod crypt;
 mod error;
@@ -42,11 +38,9 @@ mod gf;
 pub mod mkcp;
 mod segment;
 mod session;
-mod sm4;
 /// kcptun's stream layers above KCP: snappy framing and smux.
 pub mod smux;
 pub mod snappy_frame;
-mod twofish;
 
 pub use config::{Crypt, KcpConfig};
 pub use crypt::derive_key;

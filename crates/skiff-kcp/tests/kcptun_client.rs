@@ -200,6 +200,8 @@ fn real_kcptun_client_is_understood_for_every_crypt() {
         ("blowfish", Crypt::Blowfish),
         ("twofish", Crypt::Twofish),
         ("sm4", Crypt::Sm4),
+        ("cast5", Crypt::Cast5),
+        ("3des", Crypt::TripleDes),
     ] {
         run_against_client(name, crypt);
     }

@@ -1,99 +1,31 @@
-//! Base64 (RFC 4648): standard alphabet with padding, and URL-safe alphabet without padding.
+//! Base64 (RFC 4648) as the WebSocket layer needs it, from the `base64` crate: the standard
+//! alphabet with padding, and the URL-safe alphabet without. Both decoders are strict:
+//! padding exactly as the alphabet wants it and no stray bits in the last symbol.
 
-const STD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-const URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+use ::base64::Engine as _;
+use ::base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 
-fn encode_with(data: &[u8], alphabet: &[u8; 64], pad: bool) -> String {
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        let symbols = chunk.len() + 1;
-        for i in 0..4 {
-            if i < symbols {
-                out.push(alphabet[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else if pad {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
+/// Why a base64 string was rejected.
+pub use ::base64::DecodeError;
 
 /// Standard alphabet, `=` padded (used for `Sec-WebSocket-Key` / `-Accept`).
 pub fn encode_std(data: &[u8]) -> String {
-    encode_with(data, STD, true)
+    STANDARD.encode(data)
 }
 
 /// URL-safe alphabet, no padding (Go's `base64.RawURLEncoding`; used for early data).
 pub fn encode_url_nopad(data: &[u8]) -> String {
-    encode_with(data, URL, false)
-}
-
-/// Why a base64 string was rejected.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DecodeError {
-    /// A byte outside the alphabet (or misplaced padding).
-    InvalidByte(usize),
-    /// A length that no encoding produces (4k+1 symbols, or bad padding count).
-    InvalidLength,
-    /// Non-zero bits in the unused part of the last symbol (non-canonical encoding).
-    TrailingBits,
-}
-
-fn value(c: u8, alphabet: &[u8; 64]) -> Option<u8> {
-    let v = match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        _ if c == alphabet[62] => 62,
-        _ if c == alphabet[63] => 63,
-        _ => return None,
-    };
-    Some(v)
-}
-
-fn decode_symbols(s: &[u8], alphabet: &[u8; 64]) -> Result<Vec<u8>, DecodeError> {
-    if s.len() % 4 == 1 {
-        return Err(DecodeError::InvalidLength);
-    }
-    let mut out = Vec::with_capacity(s.len() / 4 * 3 + 2);
-    for (ci, chunk) in s.chunks(4).enumerate() {
-        let mut n: u32 = 0;
-        for (i, &c) in chunk.iter().enumerate() {
-            let v = value(c, alphabet).ok_or(DecodeError::InvalidByte(ci * 4 + i))?;
-            n |= u32::from(v) << (18 - 6 * i);
-        }
-        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
-        let keep = chunk.len() - 1; // 4 symbols → 3 bytes, 3 → 2, 2 → 1
-        // Reject non-canonical encodings: the bits below the kept bytes must be zero.
-        if keep < 3 && (n & (0x00ff_ffff >> (8 * keep))) != 0 {
-            return Err(DecodeError::TrailingBits);
-        }
-        out.extend_from_slice(&bytes[..keep]);
-    }
-    Ok(out)
+    URL_SAFE_NO_PAD.encode(data)
 }
 
 /// Decodes the standard alphabet; padding is required to a multiple of 4 symbols.
 pub fn decode_std(s: &[u8]) -> Result<Vec<u8>, DecodeError> {
-    if !s.len().is_multiple_of(4) {
-        return Err(DecodeError::InvalidLength);
-    }
-    let pads = s.iter().rev().take_while(|&&c| c == b'=').count();
-    if pads > 2 {
-        return Err(DecodeError::InvalidLength);
-    }
-    decode_symbols(&s[..s.len() - pads], STD)
+    STANDARD.decode(s)
 }
 
 /// Decodes the URL-safe alphabet without padding (`=` is rejected).
 pub fn decode_url_nopad(s: &[u8]) -> Result<Vec<u8>, DecodeError> {
-    decode_symbols(s, URL)
+    URL_SAFE_NO_PAD.decode(s)
 }
 
 #[cfg(test)]
@@ -129,13 +61,14 @@ mod tests {
         assert!(decode_std(b"-_-_").is_err());
     }
 
+    /// What the handshake code relies on: bad lengths, stray bits and misplaced padding fail.
     #[test]
     fn rejects_bad_input() {
-        assert_eq!(decode_url_nopad(b"A"), Err(DecodeError::InvalidLength));
-        assert_eq!(decode_url_nopad(b"Zh"), Err(DecodeError::TrailingBits));
-        assert_eq!(decode_url_nopad(b"Zg="), Err(DecodeError::InvalidByte(2)));
-        assert_eq!(decode_std(b"Zg="), Err(DecodeError::InvalidLength));
-        assert_eq!(decode_std(b"Z==="), Err(DecodeError::InvalidLength));
-        assert_eq!(decode_std(b"Zm=v"), Err(DecodeError::InvalidByte(2)));
+        for bad in [&b"A"[..], b"Zh", b"Zg="] {
+            assert!(decode_url_nopad(bad).is_err(), "{bad:?}");
+        }
+        for bad in [&b"Zg="[..], b"Z===", b"Zm=v", b"Zh==", b"Zg"] {
+            assert!(decode_std(bad).is_err(), "{bad:?}");
+        }
     }
 }

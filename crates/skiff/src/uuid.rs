@@ -15,16 +15,12 @@ pub fn from_string(input: &str) -> [u8; 16] {
     u
 }
 
-pub fn random() -> std::io::Result<[u8; 16]> {
+pub fn random() -> [u8; 16] {
     let mut u = [0u8; 16];
-    // SAFETY: writes at most u.len() bytes into u.
-    let n = unsafe { libc::getrandom(u.as_mut_ptr().cast(), u.len(), 0) };
-    if n != u.len() as isize {
-        return Err(std::io::Error::last_os_error());
-    }
+    skiff_crypto::random::fill(&mut u);
     u[6] = (u[6] & 0x0f) | 0x40;
     u[8] = (u[8] & 0x3f) | 0x80;
-    Ok(u)
+    u
 }
 
 pub fn format(u: &[u8; 16]) -> String {
@@ -54,8 +50,8 @@ mod tests {
 
     #[test]
     fn random_is_version_4() {
-        let u = random().unwrap();
+        let u = random();
         assert_eq!(u[6] >> 4, 4);
-        assert_ne!(u, random().unwrap());
+        assert_ne!(u, random());
     }
 }

@@ -39,7 +39,7 @@ const MAX_IN_PAYLOAD: u64 = i64::MAX as u64;
 const READER: usize = 0;
 const WRITER: usize = 1;
 
-/// A source of masking keys: `getrandom(2)` in batches.
+/// A source of masking keys: [`skiff_crypto::random::fill`] in batches.
 pub(crate) struct KeyPool {
     buf: [u8; 256],
     pos: usize,
@@ -53,9 +53,9 @@ impl KeyPool {
         }
     }
 
-    pub(crate) fn key(&mut self) -> io::Result<[u8; 4]> {
+    pub(crate) fn key(&mut self) -> [u8; 4] {
         if self.pos + 4 > self.buf.len() {
-            fill_random(&mut self.buf)?;
+            skiff_crypto::random::fill(&mut self.buf);
             self.pos = 0;
         }
         let k = [
@@ -65,27 +65,8 @@ impl KeyPool {
             self.buf[self.pos + 3],
         ];
         self.pos += 4;
-        Ok(k)
+        k
     }
-}
-
-/// Fills `buf` from the kernel CSPRNG.
-pub(crate) fn fill_random(buf: &mut [u8]) -> io::Result<()> {
-    let mut done = 0;
-    while done < buf.len() {
-        let rest = &mut buf[done..];
-        // SAFETY: `rest` is a valid, writable buffer of `rest.len()` bytes.
-        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        done += n as usize;
-    }
-    Ok(())
 }
 
 /// Client handshake parameters kept until the first write (early data).
@@ -110,8 +91,7 @@ impl DeferredRequest {
             .map(|(n, v)| (n.as_str(), v.as_str()))
             .collect();
         let mut key = [0u8; 16];
-        fill_random(&mut key)
-            .map_err(|_| HandshakeError::InvalidInput("no randomness for the key"))?;
+        skiff_crypto::random::fill(&mut key);
         let carrier = self.early.as_ref().map(|e| &e.carrier);
         let req = ClientRequest {
             path: &self.path,
@@ -362,7 +342,7 @@ impl WsStream {
     /// Appends one frame to the write buffer (client: masked).
     fn encode(&mut self, opcode: Opcode, payload: &[u8]) -> io::Result<()> {
         let mask = match self.role {
-            Role::Client => Some(self.keys.key()?),
+            Role::Client => Some(self.keys.key()),
             Role::Server => None,
         };
         self.wbuf.reserve(MAX_HEADER_LEN + payload.len());
