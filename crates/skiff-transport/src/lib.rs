@@ -1,11 +1,18 @@
-//! Sans-IO transport codecs: bytes in, values or bytes out. No sockets, no runtime.
+//! The transports under a protocol: sans-IO codecs (bytes in, values or bytes out) and the
+//! async streams built on them, which is where this crate meets sockets.
 //!
 //! * [`ws`]: WebSocket (RFC 6455) as Xray / v2ray use it — frame header codec, fast masking,
-//!   a streaming frame decoder, the HTTP/1.1 upgrade handshake (both sides) and the
-//!   `Sec-WebSocket-Protocol` / `?ed=N` / path-suffix early-data conventions.
-//! * [`tls`]: a bounded ClientHello peek (SNI, ALPN, versions) for fallbacks.
+//!   a streaming frame decoder, the HTTP/1.1 upgrade handshake (both sides), the
+//!   `Sec-WebSocket-Protocol` / `?ed=N` / path-suffix early-data conventions, what a listener
+//!   answers to a request it does not upgrade, and the async accept/connect and frame stream.
+//! * [`tls`]: TLS over rustls, then (TLS 1.3) our own record layer, which keeps every byte
+//!   read so XTLS Vision can leave it one direction at a time; a bounded ClientHello peek
+//!   (SNI, ALPN, versions) for fallbacks.
 //! * [`base64`]: the two base64 alphabets the handshake needs.
 //! * [`fuzz`]: entry points for fuzzers (never panic on any input).
+//!
+//! The TCP dial, the layer stack and the KCP/mKCP drivers still live in skiff-app
+//! (docs/architecture.md says what is where).
 
 pub mod base64;
 pub mod fuzz;

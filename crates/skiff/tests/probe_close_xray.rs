@@ -259,6 +259,9 @@ fn vless_tls(
     })
 }
 
+/// What, fallback, WebSocket, request, how long to wait, how Xray ends it.
+type Case = (&'static str, Option<u16>, bool, Vec<u8>, Duration, End);
+
 #[test]
 fn aborted_tls_connections_end_as_xray_s_do() {
     let Some(xray) = xray() else { return };
@@ -272,7 +275,7 @@ fn aborted_tls_connections_end_as_xray_s_do() {
     // WebSocket listener (Go's web server) waits for the next request after a refusal with
     // no time limit; Skiff waits until the handshake timeout (2 s here, 60 s by default) and
     // then closes with close_notify, so those cases look only within the timeout.
-    let cases: [(&str, Option<u16>, bool, Vec<u8>, Duration, End); 5] = [
+    let cases: [Case; 5] = [
         (
             "silent until the handshake timeout",
             None,
