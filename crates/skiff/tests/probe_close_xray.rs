@@ -272,7 +272,8 @@ fn aborted_tls_connections_end_as_xray_s_do() {
     // WebSocket listener (Go's web server) waits for the next request after a refusal with
     // no time limit; Skiff waits until the handshake timeout (2 s here, 60 s by default) and
     // then closes with close_notify, so those cases look only within the timeout.
-    let cases: [(&str, Option<u16>, bool, Vec<u8>, Duration, End); 5] = [
+    type Case = (&'static str, Option<u16>, bool, Vec<u8>, Duration, End);
+    let cases: [Case; 5] = [
         (
             "silent until the handshake timeout",
             None,
