@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use skiff_config::{DomainMatcher, RoutingDomainStrategy, RoutingPlan, RulePlan};
+use skiff_config::{RoutingDomainStrategy, RoutingPlan, RulePlan};
 use skiff_core::{Address, Metadata};
 
 /// Index into the instance's outbound list.
@@ -31,7 +31,7 @@ impl Router {
             .iter()
             .map(|r| (r.clone(), outbound_index(&r.outbound_tag).unwrap_or(0)))
             .collect();
-        let any_ip_rule = rules.iter().any(|(r, _)| !r.ips.is_empty());
+        let any_ip_rule = rules.iter().any(|(r, _)| r.ip_set.is_some());
         Router {
             strategy: plan.domain_strategy,
             rules,
@@ -106,27 +106,24 @@ fn rule_matches(rule: &RulePlan, meta: &Metadata, resolved: Option<&[IpAddr]>) -
     if !rule.ports.is_empty() && !rule.ports.iter().any(|p| p.contains(destination.port())) {
         return Match::No;
     }
-    if !rule.domains.is_empty() {
+    if let Some(set) = &rule.domain_set {
         let Some(domain) = destination.domain() else {
             return Match::No;
         };
         let domain = domain.to_ascii_lowercase();
-        if !rule.domains.iter().any(|m| domain_matches(m, &domain)) {
+        if !set.matches(&domain) {
             return Match::No;
         }
     }
-    if !rule.ips.is_empty() {
+    if let Some(set) = &rule.ip_set {
         match (destination.ip(), resolved) {
             (Some(ip), _) => {
-                if !rule.ips.iter().any(|c| c.contains(ip)) {
+                if !set.matches(ip) {
                     return Match::No;
                 }
             }
             (None, Some(ips)) => {
-                if !ips
-                    .iter()
-                    .any(|ip| rule.ips.iter().any(|c| c.contains(*ip)))
-                {
+                if !ips.iter().any(|ip| set.matches(*ip)) {
                     return Match::No;
                 }
             }
@@ -136,31 +133,20 @@ fn rule_matches(rule: &RulePlan, meta: &Metadata, resolved: Option<&[IpAddr]>) -
     Match::Yes
 }
 
-fn domain_matches(matcher: &DomainMatcher, domain: &str) -> bool {
-    match matcher {
-        DomainMatcher::Keyword(k) => domain.contains(k.as_str()),
-        DomainMatcher::Full(f) => domain == f,
-        DomainMatcher::Suffix(s) => {
-            domain == s
-                || (domain.len() > s.len()
-                    && domain.ends_with(s.as_str())
-                    && domain.as_bytes().get(domain.len() - s.len() - 1) == Some(&b'.'))
-        }
-        DomainMatcher::Regex(r) => r.is_match(domain),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use skiff_core::{Cidr, Network, Networks, PortRange};
+    use skiff_config::{Domain, DomainKind, DomainSet, IpMatcher, IpSet};
+    use skiff_core::{Network, Networks, PortRange};
     use std::sync::Arc;
 
     fn rule(outbound: &str) -> RulePlan {
         RulePlan {
             inbound_tags: vec![],
             domains: vec![],
+            domain_set: None,
             ips: vec![],
+            ip_set: None,
             ports: vec![],
             networks: None,
             sources: vec![],
@@ -184,28 +170,28 @@ mod tests {
         ["direct", "block", "other"].iter().position(|t| *t == tag)
     }
 
-    #[test]
-    fn domain_forms() {
-        let suffix = DomainMatcher::Suffix("example.com".into());
-        assert!(domain_matches(&suffix, "example.com"));
-        assert!(domain_matches(&suffix, "a.example.com"));
-        assert!(!domain_matches(&suffix, "badexample.com"));
-        let full = DomainMatcher::Full("example.com".into());
-        assert!(!domain_matches(&full, "a.example.com"));
-        assert!(domain_matches(
-            &DomainMatcher::Keyword("ads".into()),
-            "x.ads.net"
-        ));
-        let re = DomainMatcher::Regex(regex_lite::Regex::new(r"^ad\d+\.").unwrap());
-        assert!(domain_matches(&re, "ad12.example"));
+    fn suffixes(names: &[&str]) -> Option<Arc<DomainSet>> {
+        let domains = names.iter().map(|n| Domain {
+            kind: DomainKind::Suffix,
+            value: (*n).to_owned(),
+        });
+        Some(Arc::new(DomainSet::new(domains).unwrap()))
+    }
+
+    fn cidrs(blocks: &[(&str, u8)]) -> Option<Arc<IpMatcher>> {
+        let plain = IpSet::new(blocks.iter().map(|(a, p)| (a.parse().unwrap(), *p)));
+        Some(Arc::new(IpMatcher {
+            plain,
+            negated: vec![],
+        }))
     }
 
     #[test]
     fn first_matching_rule_wins_and_default_is_first_outbound() {
         let mut block_ads = rule("block");
-        block_ads.domains = vec![DomainMatcher::Suffix("ads.example".into())];
+        block_ads.domain_set = suffixes(&["ads.example"]);
         let mut lan = rule("other");
-        lan.ips = vec![Cidr::parse("192.168.0.0/16").unwrap()];
+        lan.ip_set = cidrs(&[("192.168.0.0", 16)]);
         lan.ports = vec![PortRange::parse("1-1000").unwrap()];
         let plan = RoutingPlan {
             domain_strategy: RoutingDomainStrategy::AsIs,
@@ -237,7 +223,7 @@ mod tests {
     #[test]
     fn ip_strategies_ask_for_resolution() {
         let mut lan = rule("block");
-        lan.ips = vec![Cidr::parse("10.0.0.0/8").unwrap()];
+        lan.ip_set = cidrs(&[("10.0.0.0", 8)]);
         for strategy in [
             RoutingDomainStrategy::IpIfNonMatch,
             RoutingDomainStrategy::IpOnDemand,
@@ -265,7 +251,7 @@ mod tests {
             tcp: false,
             udp: true,
         });
-        r.sources = vec![Cidr::parse("10.0.0.0/8").unwrap()];
+        r.sources = vec![skiff_core::Cidr::parse("10.0.0.0/8").unwrap()];
         let plan = RoutingPlan {
             domain_strategy: RoutingDomainStrategy::AsIs,
             rules: vec![r],

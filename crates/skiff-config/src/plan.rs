@@ -7,7 +7,10 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use skiff_core::{Cidr, Networks, PortRange};
+pub use skiff_geodata::{Domain, DomainKind, DomainSet, IpMatcher, IpSet};
 
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -578,8 +581,15 @@ pub struct RoutingPlan {
 #[derive(Clone, Debug)]
 pub struct RulePlan {
     pub inbound_tags: Vec<String>,
-    pub domains: Vec<DomainMatcher>,
-    pub ips: Vec<Cidr>,
+    /// `domain` as written (for `skiff check`); matching uses `domain_set`.
+    pub domains: Vec<DomainEntry>,
+    /// The rule's own domains and the geosite lists it names, in one matcher (shared: the
+    /// router clones rules, the lists are loaded once).
+    pub domain_set: Option<Arc<DomainSet>>,
+    /// `ip` as written (for `skiff check`); matching uses `ip_set`.
+    pub ips: Vec<IpEntry>,
+    /// The rule's CIDRs and geoip lists, as Xray combines them (see [`IpMatcher`]).
+    pub ip_set: Option<Arc<IpMatcher>>,
     /// `port` (destination): "53", "1000-2000", "53,443,1000-2000" or a number.
     pub ports: Vec<PortRange>,
     pub networks: Option<Networks>,
@@ -591,18 +601,32 @@ pub struct RulePlan {
     pub outbound_tag: String,
 }
 
-/// Names in `Keyword`, `Full` and `Suffix` are lowercased at load time (domain names are
-/// case-insensitive): match them against the lowercased destination domain.
-#[derive(Clone, Debug)]
-pub enum DomainMatcher {
-    /// No prefix or `keyword:`: substring match.
-    Keyword(String),
-    /// `full:`: the whole domain.
-    Full(String),
-    /// `domain:`: the domain itself or any subdomain of it.
-    Suffix(String),
-    /// `regexp:`: compiled at load time so a bad pattern is a config error with its path.
-    Regex(regex_lite::Regex),
+/// One entry of a rule's `domain` list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DomainEntry {
+    /// `domain:`, `full:`, `keyword:` (or no prefix), `regexp:`. Names are lowercased.
+    Custom(Domain),
+    /// `geosite:CODE@attr…` (file `geosite.dat`), `ext:FILE:CODE`, `ext-domain:FILE:CODE`.
+    Geosite {
+        file: String,
+        code: String,
+        attrs: Vec<String>,
+    },
+}
+
+/// One entry of a rule's `ip` list. `negated`: a leading `!` (or `geoip:!CODE`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IpEntry {
+    Cidr {
+        cidr: Cidr,
+        negated: bool,
+    },
+    /// `geoip:CODE` (file `geoip.dat`), `ext:FILE:CODE`, `ext-ip:FILE:CODE`.
+    Geoip {
+        file: String,
+        code: String,
+        negated: bool,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

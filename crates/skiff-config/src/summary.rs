@@ -9,9 +9,10 @@ use std::net::IpAddr;
 use skiff_core::{Networks, PortRange};
 
 use crate::plan::{
-    Account, BlackholeResponse, DomainMatcher, FreedomDomainStrategy, InboundPlan, InboundProtocol,
-    LevelPolicy, LogLevel, LogTarget, OutboundPlan, OutboundProtocol, Plan, RoutingDomainStrategy,
-    RulePlan, StreamNetwork, StreamPlan, StreamSecurity, VmessSecurity, short_id,
+    Account, BlackholeResponse, DomainEntry, DomainKind, FreedomDomainStrategy, InboundPlan,
+    InboundProtocol, IpEntry, LevelPolicy, LogLevel, LogTarget, OutboundPlan, OutboundProtocol,
+    Plan, RoutingDomainStrategy, RulePlan, StreamNetwork, StreamPlan, StreamSecurity,
+    VmessSecurity, short_id,
 };
 
 impl Display for Plan {
@@ -584,10 +585,7 @@ impl Display for Rule<'_> {
             ));
         }
         if !r.ips.is_empty() {
-            parts.push(format!(
-                "ip {}",
-                list(r.ips.iter().map(ToString::to_string).collect())
-            ));
+            parts.push(format!("ip {}", list(r.ips.iter().map(ip).collect())));
         }
         if !r.ports.is_empty() {
             parts.push(format!("port {}", ports(&r.ports)));
@@ -611,12 +609,43 @@ impl Display for Rule<'_> {
     }
 }
 
-fn domain(m: &DomainMatcher) -> String {
-    match m {
-        DomainMatcher::Keyword(k) => format!("keyword:{k}"),
-        DomainMatcher::Full(d) => format!("full:{d}"),
-        DomainMatcher::Suffix(d) => format!("domain:{d}"),
-        DomainMatcher::Regex(r) => format!("regexp:{}", r.as_str()),
+fn domain(e: &DomainEntry) -> String {
+    match e {
+        DomainEntry::Custom(d) => {
+            let prefix = match d.kind {
+                DomainKind::Plain => "keyword",
+                DomainKind::Full => "full",
+                DomainKind::Suffix => "domain",
+                DomainKind::Regex => "regexp",
+            };
+            format!("{prefix}:{}", d.value)
+        }
+        DomainEntry::Geosite { file, code, attrs } => {
+            let attrs: String = attrs.iter().map(|a| format!("@{a}")).collect();
+            if file == "geosite.dat" {
+                format!("geosite:{code}{attrs}")
+            } else {
+                format!("ext:{file}:{code}{attrs}")
+            }
+        }
+    }
+}
+
+fn ip(e: &IpEntry) -> String {
+    match e {
+        IpEntry::Cidr { cidr, negated } => format!("{}{cidr}", if *negated { "!" } else { "" }),
+        IpEntry::Geoip {
+            file,
+            code,
+            negated,
+        } => {
+            let bang = if *negated { "!" } else { "" };
+            if file == "geoip.dat" {
+                format!("geoip:{bang}{code}")
+            } else {
+                format!("{bang}ext:{file}:{code}")
+            }
+        }
     }
 }
 

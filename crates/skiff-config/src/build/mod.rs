@@ -2,7 +2,9 @@
 //! on, so one run lists as many problems as possible; an item with an error is left out of
 //! the plan, and the caller discards the plan when any error was reported.
 
+mod assets;
 mod fallback_loops;
+mod geo_load;
 mod inbound;
 mod log;
 mod outbound;
@@ -54,6 +56,7 @@ pub fn build(merged: &Merged, diags: &mut Vec<Diagnostic>) -> Plan {
         &outbound_tags,
         &inbound_tags,
         &merged.damage,
+        geo_load::GeoLoader::new(assets::process_asset_dirs()),
         diags,
     );
     let policy = policy::build_policy(merged.policy.as_ref(), diags);

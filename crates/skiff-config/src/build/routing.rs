@@ -1,14 +1,21 @@
 //! `routing`: rules are checked one by one (each decoded from its raw value with its own
 //! path), so a config with five bad rules gets five errors in one run.
 
+use std::cell::RefCell;
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use skiff_core::{Cidr, PortRange};
+use skiff_geodata::domain_set::check_regex;
 
+use super::geo_load::GeoLoader;
 use super::{error_count, lower};
 use crate::decode::decode;
 use crate::diag::Diagnostic;
-use crate::plan::{DomainMatcher, RoutingDomainStrategy, RoutingPlan, RulePlan};
+use crate::plan::{
+    Domain, DomainEntry, DomainKind, DomainSet, IpEntry, IpMatcher, IpSet, RoutingDomainStrategy,
+    RoutingPlan, RulePlan,
+};
 use crate::raw::top::{RawRouting, RawRule};
 use crate::raw::values::{PortSpec, StringList};
 use crate::raw::{Damage, Item, kind};
@@ -19,6 +26,7 @@ pub fn build_routing(
     outbound_tags: &HashSet<String>,
     inbound_tags: &HashSet<String>,
     damage: &Damage,
+    geo: GeoLoader,
     diags: &mut Vec<Diagnostic>,
 ) -> RoutingPlan {
     let Some(Item { loc, raw }) = item else {
@@ -51,6 +59,7 @@ pub fn build_routing(
         outbound_tags,
         inbound_tags,
         damage,
+        geo: RefCell::new(geo),
     };
     let mut rules = Vec::new();
     for (i, value) in raw.rules.iter().flatten().enumerate() {
@@ -79,6 +88,8 @@ struct RuleContext<'a> {
     outbound_tags: &'a HashSet<String>,
     inbound_tags: &'a HashSet<String>,
     damage: &'a Damage,
+    /// Holds the .dat files read so far; dropped (with them) when routing is built.
+    geo: RefCell<GeoLoader>,
 }
 
 /// `domainMatcher` picks an Xray matching algorithm; the results are the same, so both known
@@ -116,9 +127,17 @@ fn build_rule(
         rule.domain.as_ref(),
         &loc.key("domain"),
         diags,
-        domain_matcher,
+        domain_entry,
     );
-    let ips = each(rule.ip.as_ref(), &loc.key("ip"), diags, cidr);
+    let ips = each(rule.ip.as_ref(), &loc.key("ip"), diags, ip_entry);
+    let domain_set = domain_set(
+        rule.domain.as_ref(),
+        &domains,
+        &loc.key("domain"),
+        ctx,
+        diags,
+    );
+    let ip_set = ip_matcher(rule.ip.as_ref(), &ips, &loc.key("ip"), ctx, diags);
     let mut sources = each(rule.source.as_ref(), &loc.key("source"), diags, cidr);
     sources.extend(each(
         rule.source_ip.as_ref(),
@@ -234,7 +253,9 @@ fn build_rule(
     (error_count(diags) == before).then_some(RulePlan {
         inbound_tags,
         domains,
+        domain_set,
         ips,
+        ip_set,
         ports: dest_ports,
         networks,
         sources,
@@ -292,53 +313,213 @@ fn non_empty(text: &str, what: &str) -> Result<String, String> {
     }
 }
 
-fn not_yet(prefix: &str) -> String {
-    format!(
-        "`{prefix}` lists (geoip.dat/geosite.dat) are not supported by this version of skiff yet"
-    )
-}
-
-/// One entry of `domain`: `regexp:`, `domain:`, `full:`, `keyword:` or a plain keyword.
-/// Names are lowercased (DNS names are case-insensitive; the app lowercases what it matches);
-/// regular expressions are compiled here so a bad one is a config error at its path.
-pub fn domain_matcher(text: &str) -> Result<DomainMatcher, String> {
+/// One entry of `domain`: `geosite:CODE[@attr…]`, `ext:FILE:CODE`, `ext-domain:FILE:CODE`
+/// (Xray also reads `ext-site:`), `regexp:`, `domain:`, `full:`, `keyword:` or a plain keyword.
+/// Names are lowercased; regular expressions are checked here so a bad one is a config error
+/// at its path.
+pub fn domain_entry(text: &str) -> Result<DomainEntry, String> {
     let text = text.trim();
-    for prefix in ["geosite:", "ext:", "ext-domain:"] {
-        if text.starts_with(prefix) {
-            return Err(not_yet(prefix));
+    if let Some(rest) = text.strip_prefix("geosite:") {
+        return geosite("geosite.dat", rest);
+    }
+    for prefix in ["ext:", "ext-domain:", "ext-site:"] {
+        if let Some(rest) = text.strip_prefix(prefix) {
+            let (file, rest) = file_and_code(rest, text)?;
+            return geosite(file, rest);
         }
     }
     if let Some(pattern) = text.strip_prefix("regexp:") {
         if pattern.is_empty() {
             return Err("empty regular expression".into());
         }
-        return regex_lite::Regex::new(pattern)
-            .map(DomainMatcher::Regex)
-            .map_err(|e| format!("invalid regular expression `{pattern}`: {e}"));
+        check_regex(pattern)?;
+        return Ok(custom(DomainKind::Regex, pattern.to_owned()));
     }
-    let (make, name): (fn(String) -> DomainMatcher, &str) =
-        if let Some(d) = text.strip_prefix("domain:") {
-            (DomainMatcher::Suffix, d)
-        } else if let Some(d) = text.strip_prefix("full:") {
-            (DomainMatcher::Full, d)
-        } else if let Some(d) = text.strip_prefix("keyword:") {
-            (DomainMatcher::Keyword, d)
-        } else {
-            (DomainMatcher::Keyword, text)
-        };
+    let (kind, name) = if let Some(d) = text.strip_prefix("domain:") {
+        (DomainKind::Suffix, d)
+    } else if let Some(d) = text.strip_prefix("full:") {
+        (DomainKind::Full, d)
+    } else if let Some(d) = text.strip_prefix("keyword:") {
+        (DomainKind::Plain, d)
+    } else {
+        (DomainKind::Plain, text)
+    };
     if name.is_empty() {
         return Err(format!("empty domain in `{text}`"));
     }
-    Ok(make(name.to_ascii_lowercase()))
+    Ok(custom(kind, name.to_ascii_lowercase()))
 }
 
-/// One entry of `ip` / `source`: an IP or CIDR block.
+fn custom(kind: DomainKind, value: String) -> DomainEntry {
+    DomainEntry::Custom(Domain { kind, value })
+}
+
+/// `FILE:REST` of an `ext:` entry.
+fn file_and_code<'a>(rest: &'a str, text: &str) -> Result<(&'a str, &'a str), String> {
+    match rest.split_once(':') {
+        Some((file, code)) if !file.is_empty() => Ok((file, code)),
+        Some(_) => Err(format!("empty file name in `{text}`")),
+        None => Err(format!("`{text}`: expected ext:FILE:CODE")),
+    }
+}
+
+/// `CODE@attr@attr`: Xray lowercases attributes and needs every one of them.
+fn geosite(file: &str, code_attrs: &str) -> Result<DomainEntry, String> {
+    if code_attrs.ends_with('@') || code_attrs.contains("@@") {
+        return Err(format!("empty attribute in `{code_attrs}`"));
+    }
+    let mut parts = code_attrs.split('@');
+    let code = parts.next().unwrap_or_default();
+    if code.is_empty() {
+        return Err(format!("empty list code in `{code_attrs}`"));
+    }
+    Ok(DomainEntry::Geosite {
+        file: file.to_owned(),
+        code: code.to_owned(),
+        attrs: parts.map(str::to_ascii_lowercase).collect(),
+    })
+}
+
+/// Xray's leading `!`s: each one flips the sense.
+fn strip_negation(mut text: &str) -> (&str, bool) {
+    let mut negated = false;
+    while let Some(rest) = text.strip_prefix('!') {
+        text = rest;
+        negated = !negated;
+    }
+    (text, negated)
+}
+
+/// One entry of `ip`: a CIDR, `geoip:CODE`, `ext:FILE:CODE` or `ext-ip:FILE:CODE`, each
+/// negated by leading `!`s (and a geoip code by its own: `geoip:!cn`).
+pub fn ip_entry(text: &str) -> Result<IpEntry, String> {
+    let (rest, negated) = strip_negation(text.trim());
+    let geo = if let Some(code) = rest.strip_prefix("geoip:") {
+        Some(("geoip.dat", code))
+    } else if let Some(r) = rest
+        .strip_prefix("ext:")
+        .or_else(|| rest.strip_prefix("ext-ip:"))
+    {
+        Some(file_and_code(r, text)?)
+    } else {
+        None
+    };
+    match geo {
+        Some((file, code)) => {
+            let (code, code_negated) = strip_negation(code);
+            if code.is_empty() {
+                return Err(format!("empty list code in `{text}`"));
+            }
+            Ok(IpEntry::Geoip {
+                file: file.to_owned(),
+                code: code.to_owned(),
+                negated: negated != code_negated,
+            })
+        }
+        None => Ok(IpEntry::Cidr {
+            cidr: Cidr::parse(rest)?,
+            negated,
+        }),
+    }
+}
+
+/// One entry of `source`: an IP or CIDR block.
 pub fn cidr(text: &str) -> Result<Cidr, String> {
     let text = text.trim();
-    for prefix in ["geoip:", "!geoip:", "ext:", "ext-ip:"] {
+    for prefix in ["geoip:", "!geoip:", "ext:", "ext-ip:", "!"] {
         if text.starts_with(prefix) {
-            return Err(not_yet(prefix.trim_start_matches('!')));
+            return Err(format!(
+                "`{prefix}` entries in `source` are not supported by this version of skiff yet (they are in `ip`)"
+            ));
         }
     }
     Cidr::parse(text)
+}
+
+/// The rule's domains and the lists they name, loaded into one matcher; a list that cannot
+/// be loaded is an error at its entry.
+fn domain_set(
+    list: Option<&StringList>,
+    entries: &[DomainEntry],
+    loc: &Loc,
+    ctx: &RuleContext<'_>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Arc<DomainSet>> {
+    let list = list?;
+    let mut domains = Vec::new();
+    let mut geo = ctx.geo.borrow_mut();
+    // `entries` holds the valid ones in order; walk the texts again to know each one's index.
+    let mut valid = entries.iter();
+    for (i, text) in list.items.iter().enumerate() {
+        if domain_entry(text).is_err() {
+            continue;
+        }
+        match valid.next() {
+            Some(DomainEntry::Custom(d)) => domains.push(d.clone()),
+            Some(DomainEntry::Geosite { file, code, attrs }) => match geo.site(file, code, attrs) {
+                Ok(found) => domains.extend(found),
+                Err(e) => diags.push(item_loc(list, loc, i).error(e)),
+            },
+            None => {}
+        }
+    }
+    match DomainSet::new(domains) {
+        Ok(set) => Some(Arc::new(set)),
+        Err(e) => {
+            diags.push(loc.error(e));
+            None
+        }
+    }
+}
+
+/// The rule's `ip` entries as Xray combines them: plain CIDRs and lists in one set, negated
+/// CIDRs in a second, negated lists in a third.
+fn ip_matcher(
+    list: Option<&StringList>,
+    entries: &[IpEntry],
+    loc: &Loc,
+    ctx: &RuleContext<'_>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Arc<IpMatcher>> {
+    let list = list?;
+    let (mut plain, mut neg_cidrs, mut neg_lists) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut any_neg_cidr, mut any_neg_list) = (false, false);
+    let mut geo = ctx.geo.borrow_mut();
+    let mut valid = entries.iter();
+    for (i, text) in list.items.iter().enumerate() {
+        if ip_entry(text).is_err() {
+            continue;
+        }
+        match valid.next() {
+            Some(IpEntry::Cidr { cidr, negated }) => {
+                any_neg_cidr |= *negated;
+                let to = if *negated { &mut neg_cidrs } else { &mut plain };
+                to.push((cidr.addr, cidr.prefix));
+            }
+            Some(IpEntry::Geoip {
+                file,
+                code,
+                negated,
+            }) => {
+                any_neg_list |= *negated;
+                match geo.ip(file, code) {
+                    Ok(found) if *negated => neg_lists.extend(found),
+                    Ok(found) => plain.extend(found),
+                    Err(e) => diags.push(item_loc(list, loc, i).error(e)),
+                }
+            }
+            None => {}
+        }
+    }
+    let mut negated = Vec::new();
+    if any_neg_cidr {
+        negated.push(IpSet::new(neg_cidrs));
+    }
+    if any_neg_list {
+        negated.push(IpSet::new(neg_lists));
+    }
+    Some(Arc::new(IpMatcher {
+        plain: IpSet::new(plain),
+        negated,
+    }))
 }

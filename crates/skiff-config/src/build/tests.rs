@@ -6,8 +6,9 @@ use std::time::Duration;
 use skiff_core::{Networks, PortRange};
 
 use crate::{
-    BlackholeResponse, Diagnostic, DomainMatcher, FreedomDomainStrategy, InboundProtocol, LogLevel,
-    LogTarget, OutboundProtocol, Plan, RoutingDomainStrategy, Severity, Source, load_sources,
+    BlackholeResponse, Diagnostic, DomainEntry, DomainKind, FreedomDomainStrategy, InboundProtocol,
+    LogLevel, LogTarget, OutboundProtocol, Plan, RoutingDomainStrategy, Severity, Source,
+    load_sources,
 };
 
 fn load(text: &str) -> Result<(Plan, Vec<Diagnostic>), Vec<Diagnostic>> {
@@ -582,14 +583,29 @@ fn each_domain_matcher_kind() {
     let plan = ok(r#"{"routing": {"rules": [{"domain": [
         "Example", "keyword:ads", "full:WWW.example.com", "domain:example.org", "regexp:^cdn[0-9]+\\.net$"
     ], "outboundTag": "direct"}]}}"#);
-    let d = &plan.routing.rules[0].domains;
-    assert!(matches!(&d[0], DomainMatcher::Keyword(k) if k == "example"));
-    assert!(matches!(&d[1], DomainMatcher::Keyword(k) if k == "ads"));
-    assert!(matches!(&d[2], DomainMatcher::Full(k) if k == "www.example.com"));
-    assert!(matches!(&d[3], DomainMatcher::Suffix(k) if k == "example.org"));
-    assert!(
-        matches!(&d[4], DomainMatcher::Regex(r) if r.is_match("cdn12.net") && !r.is_match("cdn.net"))
+    let r = &plan.routing.rules[0];
+    let kinds: Vec<_> = r
+        .domains
+        .iter()
+        .map(|e| match e {
+            DomainEntry::Custom(d) => (d.kind, d.value.as_str()),
+            DomainEntry::Geosite { .. } => panic!("no geosite here"),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (DomainKind::Plain, "example"),
+            (DomainKind::Plain, "ads"),
+            (DomainKind::Full, "www.example.com"),
+            (DomainKind::Suffix, "example.org"),
+            (DomainKind::Regex, "^cdn[0-9]+\\.net$"),
+        ]
     );
+    let set = r.domain_set.as_ref().unwrap();
+    assert!(set.matches("cdn12.net") && !set.matches("cdn.net"));
+    assert!(set.matches("a.example.org") && set.matches("www.example.com"));
+    assert!(!set.matches("other.net"));
     let rule = |d: &str| {
         format!(r#"{{"routing": {{"rules": [{{"domain": {d}, "outboundTag": "direct"}}]}}}}"#)
     };
@@ -599,14 +615,19 @@ fn each_domain_matcher_kind() {
         "invalid regular expression",
     );
     has_error(
-        &rule(r#""geosite:cn""#),
-        "routing.rules[0].domain",
-        "not supported",
+        &rule(r#"["ext:my.dat"]"#),
+        "routing.rules[0].domain[0]",
+        "expected ext:FILE:CODE",
     );
     has_error(
-        &rule(r#"["ext:my.dat:tag"]"#),
+        &rule(r#"["geosite:cn@"]"#),
         "routing.rules[0].domain[0]",
-        "not supported",
+        "empty attribute",
+    );
+    has_error(
+        &rule(r#"["ok.com", "ext:../x.dat:cn"]"#),
+        "routing.rules[0].domain[1]",
+        "relative path",
     );
     has_error(
         &rule(r#"["full:"]"#),
@@ -633,6 +654,9 @@ fn rule_conditions() {
     let r = &plan.routing.rules;
     assert_eq!(r[0].inbound_tags, ["in"]);
     assert_eq!(r[0].ips.len(), 3);
+    let ips = r[0].ip_set.as_ref().unwrap();
+    assert!(ips.matches("10.9.9.9".parse().unwrap()) && ips.matches("fd00::1".parse().unwrap()));
+    assert!(!ips.matches("11.0.0.1".parse().unwrap()));
     assert_eq!(r[0].outbound_tag, "block");
     assert_eq!(r[1].ports, [PortRange::single(53)]);
     assert_eq!(
@@ -671,8 +695,13 @@ fn rule_errors() {
         "prefix length",
     );
     has_error(
-        &rule(r#"{"ip": ["geoip:cn"], "outboundTag": "direct"}"#),
+        &rule(r#"{"ip": ["geoip:"], "outboundTag": "direct"}"#),
         "routing.rules[0].ip[0]",
+        "empty list code",
+    );
+    has_error(
+        &rule(r#"{"source": ["geoip:cn"], "outboundTag": "direct"}"#),
+        "routing.rules[0].source[0]",
         "not supported",
     );
     has_error(
