@@ -15,16 +15,32 @@ use tokio::io::AsyncReadExt;
 /// Xray's first read.
 const FIRST_READ: usize = 8192;
 
-pub enum FirstRead {
+enum FirstRead {
     /// Enough to decide: the protocol handshake goes on with this stream (which replays it).
     Enough(BoxStream),
     /// Too short: straight to the fallback with this stream (which replays it).
     Short(BoxStream),
 }
 
+/// The stream to run the handshake on, or (`Err`) the stream to hand to the fallback at
+/// once: with fallbacks, a first read shorter than `recognisable`; without, never.
+pub async fn or_fallback(
+    stream: BoxStream,
+    has_fallbacks: bool,
+    recognisable: usize,
+) -> io::Result<Result<BoxStream, BoxStream>> {
+    if !has_fallbacks {
+        return Ok(Ok(stream));
+    }
+    Ok(match first_read(stream, recognisable).await? {
+        FirstRead::Enough(stream) => Ok(stream),
+        FirstRead::Short(stream) => Err(stream),
+    })
+}
+
 /// Reads once (allocating only when bytes are there, so silent connections stay small) and
 /// sorts the connection by whether it sent at least `recognisable` bytes.
-pub async fn first_read(mut stream: BoxStream, recognisable: usize) -> io::Result<FirstRead> {
+async fn first_read(mut stream: BoxStream, recognisable: usize) -> io::Result<FirstRead> {
     std::future::poll_fn(|cx| stream.poll_read_ready(cx)).await?;
     let mut buf = vec![0u8; FIRST_READ];
     let n = stream.read(&mut buf).await?;

@@ -6,6 +6,62 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// `skiff run --grace GRACE` with a tunnel on a free port to `target_port`, once it says it
+/// is listening; its stderr (the log) goes to `log` when given. Returns the child, the
+/// tunnel's port and the temp dir.
+fn start_tunnel(
+    name: &str,
+    grace: &str,
+    target_port: u16,
+    log: Option<&str>,
+) -> (std::process::Child, u16, std::path::PathBuf) {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = std::env::temp_dir().join(format!("skiff-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.json");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{ "log": {{ "loglevel": "info" }},
+                 "inbounds": [{{ "tag": "fwd", "listen": "127.0.0.1", "port": {port},
+                   "protocol": "tunnel", "settings": {{ "address": "127.0.0.1", "port": {target_port} }} }}],
+                 "outbounds": [{{ "protocol": "freedom" }}] }}"#
+        ),
+    )
+    .unwrap();
+    let stderr = match log {
+        Some(file) => Stdio::from(std::fs::File::create(dir.join(file)).unwrap()),
+        None => Stdio::null(),
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skiff"))
+        .args(["run", "--grace", grace, "-c"])
+        .arg(&config)
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert!(lines.any(|l| l.map(|l| l.contains("listening on")).unwrap_or(false)));
+    (child, port, dir)
+}
+
+/// Waits (at most 15 s) for `child` to exit and says it exited 0.
+fn assert_exits_zero(child: &mut std::process::Child, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "did not exit {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "exit status {status}");
+}
+
 #[test]
 fn sigterm_drains_live_connections_then_exits_zero() {
     // The destination: echoes one message after a pause, so the connection is busy when the
@@ -20,32 +76,7 @@ fn sigterm_drains_live_connections_then_exits_zero() {
         s.write_all(&buf).unwrap();
     });
 
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = std::env::temp_dir().join(format!("skiff-shutdown-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("config.json");
-    std::fs::write(
-        &config,
-        format!(
-            r#"{{ "inbounds": [{{ "tag": "fwd", "listen": "127.0.0.1", "port": {port},
-                   "protocol": "tunnel", "settings": {{ "address": "127.0.0.1", "port": {target_port} }} }}],
-                 "outbounds": [{{ "protocol": "freedom" }}] }}"#
-        ),
-    )
-    .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_skiff"))
-        .args(["run", "--grace", "10", "-c"])
-        .arg(&config)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    assert!(lines.any(|l| l.map(|l| l.contains("listening on")).unwrap_or(false)));
+    let (mut child, port, dir) = start_tunnel("shutdown", "10", target_port, None);
 
     let mut live = TcpStream::connect(("127.0.0.1", port)).unwrap();
     live.set_read_timeout(Some(Duration::from_secs(10)))
@@ -68,18 +99,7 @@ fn sigterm_drains_live_connections_then_exits_zero() {
     server.join().unwrap();
     drop(live);
 
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "did not exit after its connection ended"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert!(status.success(), "exit status {status}");
+    assert_exits_zero(&mut child, "after its connection ended");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -102,34 +122,8 @@ fn connections_cut_by_the_grace_limit_are_reset_not_closed() {
         }
     });
 
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = std::env::temp_dir().join(format!("skiff-shutdown-cut-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("config.json");
-    std::fs::write(
-        &config,
-        format!(
-            r#"{{ "log": {{ "loglevel": "info" }},
-                 "inbounds": [{{ "tag": "fwd", "listen": "127.0.0.1", "port": {port},
-                   "protocol": "tunnel", "settings": {{ "address": "127.0.0.1", "port": {target_port} }} }}],
-                 "outbounds": [{{ "protocol": "freedom" }}] }}"#
-        ),
-    )
-    .unwrap();
+    let (mut child, port, dir) = start_tunnel("shutdown-cut", "1", target_port, Some("skiff.log"));
     let log = dir.join("skiff.log");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_skiff"))
-        .args(["run", "--grace", "1", "-c"])
-        .arg(&config)
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    assert!(lines.any(|l| l.map(|l| l.contains("listening on")).unwrap_or(false)));
 
     let mut live = TcpStream::connect(("127.0.0.1", port)).unwrap();
     live.set_read_timeout(Some(Duration::from_secs(10)))
@@ -154,15 +148,7 @@ fn connections_cut_by_the_grace_limit_are_reset_not_closed() {
         std::io::ErrorKind::ConnectionReset,
         "expected a reset, got {error}"
     );
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "did not exit after the cut");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert!(status.success(), "exit status {status}");
+    assert_exits_zero(&mut child, "after the cut");
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(
         text.contains("cut 1 connections"),

@@ -7,7 +7,7 @@ use skiff_core::{Accepted, BoxFuture, BoxStream, Inbound, InboundContext, Reply}
 
 use super::codec::AUTH_LEN;
 use super::server::{TrojanAccept, TrojanServer, accept};
-use crate::first_read::{FirstRead, first_read};
+use crate::first_read::or_fallback;
 
 impl Inbound for TrojanServer {
     fn accept<'a>(
@@ -16,14 +16,10 @@ impl Inbound for TrojanServer {
         cx: &'a InboundContext<'a>,
     ) -> BoxFuture<'a, io::Result<Accepted>> {
         Box::pin(async move {
-            let stream = if cx.has_fallbacks {
-                // The password hash and its CRLF.
-                match first_read(stream, AUTH_LEN).await? {
-                    FirstRead::Short(stream) => return Ok(Accepted::Fallback { stream }),
-                    FirstRead::Enough(stream) => stream,
-                }
-            } else {
-                stream
+            // Recognisable: the password hash and its CRLF.
+            let stream = match or_fallback(stream, cx.has_fallbacks, AUTH_LEN).await? {
+                Ok(stream) => stream,
+                Err(short) => return Ok(Accepted::Fallback { stream: short }),
             };
             Ok(match accept(stream, self).await? {
                 TrojanAccept::Stream {

@@ -7,7 +7,7 @@ use skiff_core::{Accepted, BoxFuture, BoxStream, Inbound, InboundContext, Reply}
 
 use super::packet::VlessPacketStream;
 use super::server::{VlessAccept, VlessServer, accept};
-use crate::first_read::{FirstRead, first_read};
+use crate::first_read::or_fallback;
 use crate::mux;
 
 /// Bytes a first read needs before VLESS can tell its client: the version and the id.
@@ -20,13 +20,9 @@ impl Inbound for VlessServer {
         cx: &'a InboundContext<'a>,
     ) -> BoxFuture<'a, io::Result<Accepted>> {
         Box::pin(async move {
-            let stream = if cx.has_fallbacks {
-                match first_read(stream, RECOGNISABLE).await? {
-                    FirstRead::Short(stream) => return Ok(Accepted::Fallback { stream }),
-                    FirstRead::Enough(stream) => stream,
-                }
-            } else {
-                stream
+            let stream = match or_fallback(stream, cx.has_fallbacks, RECOGNISABLE).await? {
+                Ok(stream) => stream,
+                Err(short) => return Ok(Accepted::Fallback { stream: short }),
             };
             Ok(match accept(stream, self).await? {
                 VlessAccept::Stream {
