@@ -38,9 +38,6 @@ pub fn psk_hash_2022(psk: &[u8]) -> [u8; 16] {
     out
 }
 
-/// Salts, padding and session ids: [`crate::random::fill`].
-pub use crate::random::fill as fill_random;
-
 /// One AES-128 or AES-256 key used on single 16-byte blocks (ECB): the 2022 UDP separate
 /// header and the identity headers.
 pub struct AesBlock {
@@ -160,8 +157,8 @@ mod tests {
     #[test]
     fn random_bytes_differ() {
         let (mut a, mut b) = ([0u8; 32], [0u8; 32]);
-        fill_random(&mut a);
-        fill_random(&mut b);
+        crate::random::fill(&mut a);
+        crate::random::fill(&mut b);
         assert_ne!(a, b);
     }
 }

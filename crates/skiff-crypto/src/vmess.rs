@@ -108,9 +108,6 @@ impl AuthIdOpener {
     }
 }
 
-/// Keys, IVs, nonces, auth-ID salt and padding: [`crate::random::fill`].
-pub use crate::random::fill as fill_random;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,8 +187,8 @@ mod tests {
     fn random_fills() {
         let mut a = [0u8; 32];
         let mut b = [0u8; 32];
-        fill_random(&mut a);
-        fill_random(&mut b);
+        crate::random::fill(&mut a);
+        crate::random::fill(&mut b);
         assert_ne!(a, b);
     }
 }

@@ -79,7 +79,7 @@ impl KcpClient {
         tune_socket(&socket, &self.params);
         let socket = Arc::new(socket);
         let mut conv = [0u8; 4];
-        skiff_crypto::shadowsocks::fill_random(&mut conv);
+        skiff_crypto::random::fill(&mut conv);
         let conv = u32::from_le_bytes(conv);
         let kcp = KcpSession::new(conv, &self.params.kcp)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;

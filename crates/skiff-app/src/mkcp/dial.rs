@@ -23,7 +23,7 @@ pub struct MkcpDialer {
 
 fn random_u16() -> u16 {
     let mut random = [0u8; 2];
-    skiff_crypto::shadowsocks::fill_random(&mut random);
+    skiff_crypto::random::fill(&mut random);
     u16::from_le_bytes(random)
 }
 

@@ -76,7 +76,7 @@ pub async fn serve_with_limits(
             continue;
         }
         let mut random = [0u8; 2];
-        skiff_crypto::shadowsocks::fill_random(&mut random);
+        skiff_crypto::random::fill(&mut random);
         let now = epoch.elapsed().as_millis() as u32;
         let session = MkcpSession::new(
             conv,

@@ -28,7 +28,7 @@ pub fn session_cipher(method: Method, key: &[u8], salt: &[u8]) -> Cipher {
 /// A fresh random salt for `method`.
 pub fn random_salt(method: Method) -> Vec<u8> {
     let mut salt = vec![0u8; method.salt_len()];
-    skiff_crypto::shadowsocks::fill_random(&mut salt);
+    skiff_crypto::random::fill(&mut salt);
     salt
 }
 
@@ -36,7 +36,7 @@ pub fn random_salt(method: Method) -> Vec<u8> {
 /// server must refuse when there is no payload either).
 pub fn random_padding() -> usize {
     let mut b = [0u8; 2];
-    skiff_crypto::shadowsocks::fill_random(&mut b);
+    skiff_crypto::random::fill(&mut b);
     1 + usize::from(u16::from_le_bytes(b)) % MAX_PADDING
 }
 

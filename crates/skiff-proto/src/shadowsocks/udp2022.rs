@@ -12,7 +12,8 @@
 use std::ops::Range;
 
 use skiff_core::Address;
-use skiff_crypto::shadowsocks::{AesBlock, fill_random, psk_hash_2022, session_subkey_2022};
+use skiff_crypto::random;
+use skiff_crypto::shadowsocks::{AesBlock, psk_hash_2022, session_subkey_2022};
 use skiff_crypto::{AeadKey, AeadKind, TAG_LEN};
 
 use super::header::{TYPE_CLIENT, TYPE_SERVER};
@@ -53,7 +54,7 @@ pub fn body_key(method: Method, key: &[u8], session_id: u64) -> AeadKey {
 pub fn random_session_id() -> u64 {
     let mut b = [0u8; 8];
     loop {
-        fill_random(&mut b);
+        random::fill(&mut b);
         let id = u64::from_be_bytes(b);
         if id != 0 {
             return id;
@@ -236,7 +237,7 @@ impl Sender {
             out[..SEPARATE_HEADER_LEN].copy_from_slice(&encrypted);
         } else {
             let mut nonce = [0u8; XNONCE_LEN];
-            fill_random(&mut nonce);
+            random::fill(&mut nonce);
             self.body.seal_in_place(&nonce, &[], sealed);
             out[..XNONCE_LEN].copy_from_slice(&nonce);
         }

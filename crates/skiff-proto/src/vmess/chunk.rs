@@ -8,7 +8,8 @@
 //! cleared with `none`) is no framing at all.
 
 use skiff_crypto::hash::{Shake128Stream, md5};
-use skiff_crypto::vmess::{fill_random, kdf16};
+use skiff_crypto::random;
+use skiff_crypto::vmess::kdf16;
 use skiff_crypto::{AeadKey, AeadKind, TAG_LEN};
 
 use super::error::VmessError;
@@ -249,7 +250,7 @@ impl ChunkSealer {
         if padding > 0 {
             let pad = out.len();
             out.resize(pad + padding, 0);
-            fill_random(&mut out[pad..]);
+            random::fill(&mut out[pad..]);
         }
         Ok(())
     }

@@ -7,7 +7,8 @@ use std::io;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use skiff_core::{Address, BoxStream};
-use skiff_crypto::vmess::{AuthIdSealer, fill_random};
+use skiff_crypto::random;
+use skiff_crypto::vmess::AuthIdSealer;
 
 use super::auth_id::seal_auth_id;
 use super::chunk::{BodyFormat, ChunkOpener, ChunkSealer};
@@ -83,9 +84,9 @@ pub struct RequestRandom {
 impl RequestRandom {
     pub fn fresh() -> RequestRandom {
         let mut r = [0u8; 16 + 16 + 1 + 1 + 4 + CONNECTION_NONCE_LEN];
-        fill_random(&mut r);
+        random::fill(&mut r);
         let mut padding = vec![0u8; usize::from(r[33] % 16)];
-        fill_random(&mut padding);
+        random::fill(&mut padding);
         RequestRandom {
             body_iv: r[..16].try_into().unwrap_or_default(),
             body_key: r[16..32].try_into().unwrap_or_default(),

@@ -18,7 +18,8 @@ use std::sync::{Mutex, PoisonError};
 
 use skiff_crypto::hash::sha256;
 use skiff_crypto::kdf::hmac_sha256;
-use skiff_crypto::vmess::{AuthIdOpener, fill_random};
+use skiff_crypto::random;
+use skiff_crypto::vmess::AuthIdOpener;
 
 use super::auth_id::{AUTH_ID_LEN, MAX_CLOCK_SKEW, open_auth_id, timestamp_in_window};
 use super::keys::cmd_key;
@@ -179,7 +180,7 @@ impl DrainSize {
     fn for_users(users: &[VmessUser]) -> DrainSize {
         let mut seed = [0u8; 32];
         if users.is_empty() {
-            fill_random(&mut seed);
+            random::fill(&mut seed);
         } else {
             // Like Xray's behaviour seed, from every id (not the same numbers: Xray's come from
             // Go's math/rand, which there is no need to imitate).
@@ -203,7 +204,7 @@ impl DrainSize {
 
     fn for_connection(&self) -> usize {
         let mut r = [0u8; 2];
-        fill_random(&mut r);
+        random::fill(&mut r);
         self.base + usize::from(u16::from_le_bytes(r)) % self.spread
     }
 }

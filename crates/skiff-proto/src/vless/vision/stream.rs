@@ -85,7 +85,7 @@ pub struct VisionStream {
 
 fn random_u32() -> u32 {
     let mut bytes = [0u8; 4];
-    skiff_crypto::shadowsocks::fill_random(&mut bytes);
+    skiff_crypto::random::fill(&mut bytes);
     u32::from_le_bytes(bytes)
 }
 
