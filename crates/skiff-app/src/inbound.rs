@@ -34,7 +34,7 @@ pub enum InboundKind {
     Vmess(Box<VmessServer>),
     /// A kcptun server: KCP sessions on UDP, every smux stream to `target`.
     Kcptun {
-        params: crate::kcp::TunnelParams,
+        params: skiff_transport::kcp::TunnelParams,
         target: Address,
     },
 }
@@ -147,7 +147,7 @@ impl InboundHandler {
             ),
             InboundProtocol::Kcptun(k) => (
                 InboundKind::Kcptun {
-                    params: crate::kcp::TunnelParams::from_plan(&k.tuning),
+                    params: crate::kcp_params::from_plan(&k.tuning),
                     target: Address::from_host(&k.target_host, k.target_port),
                 },
                 0,

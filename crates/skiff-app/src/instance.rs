@@ -398,11 +398,11 @@ async fn serve_mkcp(
 ) {
     let admission = TransportAdmission::new(shared, inbound, &socket, permits, accepted);
     let on_conn = Arc::new(
-        move |stream: crate::mkcp::stream::MkcpStream, source: SocketAddr| {
+        move |stream: skiff_transport::mkcp::stream::MkcpStream, source: SocketAddr| {
             admission.admit(Box::new(stream), source);
         },
     );
-    crate::mkcp::listener::serve(socket, config, on_conn, shutdown).await;
+    skiff_transport::mkcp::listener::serve(socket, config, on_conn, shutdown).await;
 }
 
 /// An inbound over the kcptun transport: every smux stream of the KCP sessions on `socket`
@@ -411,18 +411,18 @@ async fn serve_kcptun_transport(
     shared: Arc<Shared>,
     inbound: Arc<InboundHandler>,
     socket: Arc<UdpSocket>,
-    params: crate::kcp::TunnelParams,
+    params: skiff_transport::kcp::TunnelParams,
     permits: Arc<Semaphore>,
     accepted: Arc<AtomicU64>,
     shutdown: watch::Receiver<bool>,
 ) {
     let admission = TransportAdmission::new(shared, inbound, &socket, permits, accepted);
     let on_stream = Arc::new(
-        move |stream: crate::kcp::stream::KcpStream, source: SocketAddr| {
+        move |stream: skiff_transport::kcp::stream::KcpStream, source: SocketAddr| {
             admission.admit(Box::new(stream), source);
         },
     );
-    crate::kcp::server::serve(socket, params, on_stream, shutdown).await;
+    skiff_transport::kcp::server::serve(socket, params, on_stream, shutdown).await;
 }
 
 /// A kcptun inbound: KCP sessions on `socket`; each smux stream is one connection to
@@ -431,7 +431,7 @@ async fn serve_kcptun(
     shared: Arc<Shared>,
     inbound: Arc<InboundHandler>,
     socket: Arc<UdpSocket>,
-    params: crate::kcp::TunnelParams,
+    params: skiff_transport::kcp::TunnelParams,
     target: skiff_core::Address,
     permits: Arc<Semaphore>,
     shutdown: watch::Receiver<bool>,
@@ -442,7 +442,7 @@ async fn serve_kcptun(
     let on_stream = {
         let inbound = inbound.clone();
         Arc::new(
-            move |stream: crate::kcp::stream::KcpStream, source: SocketAddr| {
+            move |stream: skiff_transport::kcp::stream::KcpStream, source: SocketAddr| {
                 let Ok(permit) = permits.clone().try_acquire_owned() else {
                     debug!(inbound = %inbound.tag, %source, "connection cap reached; closing stream");
                     return;
@@ -465,5 +465,5 @@ async fn serve_kcptun(
             },
         )
     };
-    crate::kcp::server::serve(socket, params, on_stream, shutdown).await;
+    skiff_transport::kcp::server::serve(socket, params, on_stream, shutdown).await;
 }

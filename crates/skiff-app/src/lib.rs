@@ -7,9 +7,8 @@ mod dial;
 mod dispatch;
 mod fallback;
 mod inbound;
-pub mod kcp;
+mod kcp_params;
 mod memory;
-pub mod mkcp;
 mod outbound_kcptun;
 mod outbound_shadowsocks;
 mod outbound_trojan;
@@ -23,7 +22,6 @@ mod trojan_udp;
 mod tunnel;
 mod udp;
 mod udp_links;
-pub mod udp_sessions;
 mod udp_stream;
 
 pub mod instance;

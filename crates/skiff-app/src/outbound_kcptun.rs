@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Metadata, Outbound};
 use tracing::info;
 
-use crate::kcp::client::KcpClient;
+use skiff_transport::kcp::client::KcpClient;
 
 pub struct KcptunOutbound {
     pub client: KcpClient,

@@ -11,8 +11,6 @@ use skiff_proto::trojan::codec::PasswordHash;
 use skiff_proto::vless::user::UserId;
 use skiff_proto::vmess::{Security, VmessClient};
 
-use crate::kcp::TunnelParams;
-use crate::kcp::client::KcpClient;
 use crate::outbound_kcptun::KcptunOutbound;
 use crate::outbound_shadowsocks::ShadowsocksOutbound;
 use crate::outbound_trojan::TrojanOutbound;
@@ -21,6 +19,7 @@ use crate::outbound_vmess::VmessOutbound;
 use crate::stack::OutboundLayers;
 use skiff_proto::blackhole::Blackhole;
 use skiff_proto::freedom::{Freedom, Resolve};
+use skiff_transport::kcp::client::KcpClient;
 
 pub struct OutboundHandler {
     pub tag: Arc<str>,
@@ -107,7 +106,11 @@ fn make(plan: &OutboundPlan, via: Option<Arc<dyn Outbound>>) -> Result<Arc<dyn O
         OutboundProtocol::Kcptun(k) => {
             let server = Address::from_host(&k.address, k.port);
             Arc::new(KcptunOutbound {
-                client: KcpClient::new(TunnelParams::from_plan(&k.tuning), server.clone(), k.conn),
+                client: KcpClient::new(
+                    crate::kcp_params::from_plan(&k.tuning),
+                    server.clone(),
+                    k.conn,
+                ),
                 server,
                 told: Default::default(),
             })

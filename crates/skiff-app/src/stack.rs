@@ -10,8 +10,8 @@ use skiff_core::tcp_tuning::TcpTuning;
 use skiff_core::{Address, BoxStream, Metadata, Outbound};
 use skiff_kcp::mkcp::MkcpConfig;
 
-use crate::kcp::TunnelParams;
-use crate::kcp::client::KcpClient;
+use skiff_transport::kcp::TunnelParams;
+use skiff_transport::kcp::client::KcpClient;
 use skiff_transport::tls::{TlsClient, TlsClientOptions, TlsServer, TlsServerOptions, TlsVersion};
 use skiff_transport::ws::{self, WsAccepted, WsClientOptions, WsServerOptions};
 
@@ -50,7 +50,7 @@ impl InboundLayers {
                 })
             }
             StreamNetwork::Mkcp(k) => mkcp = Some(k.clone()),
-            StreamNetwork::Kcptun(k) => kcptun = Some(TunnelParams::for_network(&k.tuning)),
+            StreamNetwork::Kcptun(k) => kcptun = Some(crate::kcp_params::for_network(&k.tuning)),
         }
         Ok(InboundLayers {
             tls,
@@ -118,7 +118,7 @@ impl InboundLayers {
 #[derive(Clone)]
 enum Base {
     Tcp(TcpTuning),
-    Mkcp(Arc<crate::mkcp::dial::MkcpDialer>),
+    Mkcp(Arc<skiff_transport::mkcp::dial::MkcpDialer>),
     /// One kcptun client (KCP sessions + smux) per outbound, made on first use for the
     /// outbound's server; each connection is one smux stream.
     Kcptun(Arc<KcptunBase>),
@@ -161,12 +161,14 @@ impl OutboundLayers {
             ),
             StreamNetwork::Mkcp(k) => (
                 None,
-                Base::Mkcp(Arc::new(crate::mkcp::dial::MkcpDialer::new(k.clone()))),
+                Base::Mkcp(Arc::new(skiff_transport::mkcp::dial::MkcpDialer::new(
+                    k.clone(),
+                ))),
             ),
             StreamNetwork::Kcptun(k) => (
                 None,
                 Base::Kcptun(Arc::new(KcptunBase {
-                    params: TunnelParams::for_network(&k.tuning),
+                    params: crate::kcp_params::for_network(&k.tuning),
                     conn: k.conn,
                     client: std::sync::OnceLock::new(),
                 })),

@@ -8,15 +8,21 @@
 //! * [`tls`]: TLS over rustls, then (TLS 1.3) our own record layer, which keeps every byte
 //!   read so XTLS Vision can leave it one direction at a time; a bounded ClientHello peek
 //!   (SNI, ALPN, versions) for fallbacks.
+//! * [`kcp`] and [`mkcp`]: the async edge of kcptun's KCP + smux and of V2Ray's mKCP: tokio
+//!   UDP sockets and timers around skiff-kcp's sans-IO sessions, each connection or smux
+//!   stream a [`skiff_core::BoxStream`]; [`udp_sessions`] caps what their listeners hold.
 //! * [`base64`]: the two base64 alphabets the handshake needs.
 //! * [`fuzz`]: entry points for fuzzers (never panic on any input).
 //!
-//! The TCP dial, the layer stack and the KCP/mKCP drivers still live in skiff-app
-//! (docs/architecture.md says what is where).
+//! The TCP dial and the layer stack still live in skiff-app (docs/architecture.md says what
+//! is where).
 
 pub mod base64;
 pub mod fuzz;
+pub mod kcp;
+pub mod mkcp;
 pub mod tls;
+pub mod udp_sessions;
 pub mod ws;
 
 /// Result of an incremental parse.

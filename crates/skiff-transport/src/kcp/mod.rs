@@ -1,9 +1,6 @@
 //! The async edge of KCP: tokio UDP sockets and timers around the sans-IO layers of
 //! `skiff-kcp` (KCP packets, snappy framing, smux), exposing smux streams as [`BoxStream`]s.
 //!
-//! It lives in skiff-app, not skiff-transport, because skiff-transport holds only sans-IO
-//! codecs (no sockets, no runtime); this is socket and task code like the UDP relays here.
-//!
 //! * [`conn`]: one KCP session + its smux session behind a mutex, driven by one task with one
 //!   timer (sleep until the next KCP update or smux keepalive; no busy polling, no thread).
 //! * [`stream`]: a smux stream as AsyncRead/AsyncWrite with backpressure; a FIN either way
@@ -36,7 +33,7 @@ pub struct TunnelParams {
 
 /// Sets DSCP and buffer sizes on a UDP socket, as kcptun does; failures are only logged
 /// (an unprivileged process may be capped below the asked size).
-pub(crate) fn tune_socket(socket: &tokio::net::UdpSocket, params: &TunnelParams) {
+pub fn tune_socket(socket: &tokio::net::UdpSocket, params: &TunnelParams) {
     let sock = socket2::SockRef::from(socket);
     if params.sockbuf > 0 {
         let _ = sock.set_recv_buffer_size(params.sockbuf);
@@ -52,31 +49,6 @@ pub(crate) fn tune_socket(socket: &tokio::net::UdpSocket, params: &TunnelParams)
         };
         if let Err(e) = result {
             tracing::debug!(error = %e, "cannot set DSCP on the KCP socket");
-        }
-    }
-}
-
-impl TunnelParams {
-    /// The `kcptun` network under another protocol: both ends are Skiff, so streams keep
-    /// half-close (a client may shut down its sending side and still read the answer).
-    pub fn for_network(t: &skiff_config::KcptunTuning) -> TunnelParams {
-        let mut params = TunnelParams::from_plan(t);
-        params.smux.half_close = true;
-        params
-    }
-
-    /// The runtime form of a kcptun plan's tuning, with kcptun's stream semantics.
-    pub fn from_plan(t: &skiff_config::KcptunTuning) -> TunnelParams {
-        let mut smux = SmuxConfig::kcptun(t.smux_version);
-        smux.max_receive_buffer = t.smux_buf;
-        smux.max_stream_buffer = t.stream_buf;
-        smux.keepalive_interval_ms = t.keepalive_secs.saturating_mul(1000);
-        TunnelParams {
-            kcp: t.kcp.clone(),
-            smux,
-            compress: t.compress,
-            dscp: t.dscp,
-            sockbuf: t.sockbuf,
         }
     }
 }
