@@ -13,7 +13,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, ready};
 
-use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Metadata, Outbound, PacketConn};
+use skiff_core::{
+    Address, BoxFuture, BoxPacketConn, BoxStream, Dialer, Metadata, Outbound, PacketConn,
+};
 use skiff_proto::shadowsocks::client::{self, ClientConfig};
 use skiff_proto::shadowsocks::codec::{random_padding, random_salt};
 use skiff_proto::shadowsocks::udp2022::{self, PeerKey, Receiver, Sender};
@@ -21,8 +23,6 @@ use skiff_proto::shadowsocks::{Method, udp, unix_now};
 use tokio::io::ReadBuf;
 use tokio::net::UdpSocket;
 use tracing::debug;
-
-use crate::stack::OutboundLayers;
 
 /// Largest datagram a UDP socket carries.
 const DATAGRAM_MAX: usize = 65_535;
@@ -32,9 +32,8 @@ const SERVER_SESSIONS: usize = 4;
 pub struct ShadowsocksOutbound {
     pub server: Address,
     pub config: ClientConfig,
-    pub layers: OutboundLayers,
-    /// Chained outbound (`proxySettings.tag`): reach the server through it, TCP and UDP.
-    pub via: Option<Arc<dyn Outbound>>,
+    /// How to reach the server (its layers, directly or through a chained outbound).
+    pub dialer: Arc<dyn Dialer>,
 }
 
 impl Outbound for ShadowsocksOutbound {
@@ -44,10 +43,7 @@ impl Outbound for ShadowsocksOutbound {
         destination: &'a Address,
     ) -> BoxFuture<'a, io::Result<BoxStream>> {
         Box::pin(async move {
-            let stream = self
-                .layers
-                .connect(&self.server, self.via.as_ref(), meta)
-                .await?;
+            let stream = self.dialer.dial(&self.server, meta).await?;
             let ss: BoxStream = Box::new(client::connect(stream, &self.config, destination)?);
             Ok(ss)
         })
@@ -55,8 +51,8 @@ impl Outbound for ShadowsocksOutbound {
 
     fn bind<'a>(&'a self, meta: &'a Metadata) -> BoxFuture<'a, io::Result<BoxPacketConn>> {
         Box::pin(async move {
-            let path = match &self.via {
-                Some(via) => Path::Via(via.bind(meta).await?),
+            let path = match self.dialer.bind_via(meta).await? {
+                Some(conn) => Path::Via(conn),
                 None => {
                     let server = resolve(&self.server).await?;
                     let local: SocketAddr = if server.is_ipv4() {

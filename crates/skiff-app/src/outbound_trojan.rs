@@ -12,7 +12,9 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::Bytes;
-use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Metadata, Outbound, PacketConn};
+use skiff_core::{
+    Address, BoxFuture, BoxPacketConn, BoxStream, Dialer, Metadata, Outbound, PacketConn,
+};
 use skiff_proto::trojan::client;
 use skiff_proto::trojan::codec::{Command, PasswordHash};
 use skiff_proto::trojan::packet::TrojanPacketStream;
@@ -21,8 +23,6 @@ use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::task::AbortHandle;
 use tracing::debug;
-
-use crate::stack::OutboundLayers;
 
 /// Datagrams waiting for the connection (while it is set up, or while TCP is slower than the
 /// sender); beyond that they are dropped, as a full socket buffer would.
@@ -38,19 +38,8 @@ const REDIAL_PAUSE: Duration = Duration::from_secs(1);
 pub struct TrojanOutbound {
     pub server: Address,
     pub hash: PasswordHash,
-    pub layers: OutboundLayers,
-    /// Chained outbound (`proxySettings.tag`): reach the server through it.
-    pub via: Option<Arc<dyn Outbound>>,
-}
-
-/// Reaches the Trojan server: TCP (or the chained outbound), then the transport layers.
-async fn dial(
-    server: &Address,
-    layers: &OutboundLayers,
-    via: Option<&Arc<dyn Outbound>>,
-    meta: &Metadata,
-) -> io::Result<BoxStream> {
-    layers.connect(server, via, meta).await
+    /// How to reach the server (its layers, directly or through a chained outbound).
+    pub dialer: Arc<dyn Dialer>,
 }
 
 impl Outbound for TrojanOutbound {
@@ -60,7 +49,7 @@ impl Outbound for TrojanOutbound {
         destination: &'a Address,
     ) -> BoxFuture<'a, io::Result<BoxStream>> {
         Box::pin(async move {
-            let stream = dial(&self.server, &self.layers, self.via.as_ref(), meta).await?;
+            let stream = self.dialer.dial(&self.server, meta).await?;
             Ok(client::connect(
                 stream,
                 &self.hash,
@@ -72,11 +61,10 @@ impl Outbound for TrojanOutbound {
 
     fn bind<'a>(&'a self, meta: &'a Metadata) -> BoxFuture<'a, io::Result<BoxPacketConn>> {
         Box::pin(async move {
-            let dialer = Arc::new(Dialer {
+            let dialer = Arc::new(UdpOpener {
                 server: self.server.clone(),
                 hash: self.hash,
-                layers: self.layers.clone(),
-                via: self.via.clone(),
+                dialer: self.dialer.clone(),
                 meta: meta.clone(),
             });
             let (inbox_tx, inbox_rx) = mpsc::channel(INBOX);
@@ -92,11 +80,10 @@ impl Outbound for TrojanOutbound {
 }
 
 /// What opening the UDP connection needs, owned: it opens after `bind` returned.
-struct Dialer {
+struct UdpOpener {
     server: Address,
     hash: PasswordHash,
-    layers: OutboundLayers,
-    via: Option<Arc<dyn Outbound>>,
+    dialer: Arc<dyn Dialer>,
     meta: Metadata,
 }
 
@@ -108,7 +95,7 @@ struct Link {
 
 /// The packet conversation of a Trojan outbound. See the module docs.
 struct TrojanPackets {
-    dialer: Arc<Dialer>,
+    dialer: Arc<UdpOpener>,
     link: Mutex<Option<Link>>,
     /// Cloned into every link; held here too so the inbox never reports a close.
     inbox_tx: mpsc::Sender<(Address, Bytes)>,
@@ -184,7 +171,7 @@ impl Drop for TrojanPackets {
 /// Runs the connection until it ends; after a failure it refuses datagrams for
 /// [`REDIAL_PAUSE`] before finishing, so the next datagram opens a fresh one only then.
 async fn run_link(
-    dialer: Arc<Dialer>,
+    dialer: Arc<UdpOpener>,
     mut outgoing: mpsc::Receiver<(Address, Bytes)>,
     inbox: mpsc::Sender<(Address, Bytes)>,
 ) {
@@ -202,19 +189,14 @@ async fn run_link(
 /// Opens the connection with the first datagram's destination in the request header, then
 /// moves datagrams both ways until either side ends.
 async fn carry(
-    dialer: &Dialer,
+    dialer: &UdpOpener,
     outgoing: &mut mpsc::Receiver<(Address, Bytes)>,
     inbox: &mpsc::Sender<(Address, Bytes)>,
 ) -> io::Result<()> {
     let Some((first_to, first)) = outgoing.recv().await else {
         return Ok(());
     };
-    let open = dial(
-        &dialer.server,
-        &dialer.layers,
-        dialer.via.as_ref(),
-        &dialer.meta,
-    );
+    let open = dialer.dialer.dial(&dialer.server, &dialer.meta);
     let stream = match tokio::time::timeout(DIAL_TIMEOUT, open).await {
         Ok(stream) => stream?,
         Err(_) => return Err(io::Error::new(io::ErrorKind::TimedOut, "dial timed out")),
@@ -301,8 +283,14 @@ mod tests {
             let outbound = TrojanOutbound {
                 server: Address::Ip(server),
                 hash: PasswordHash::of("pw"),
-                layers: OutboundLayers::build(&StreamPlan::default(), "127.0.0.1").unwrap(),
-                via: None,
+                dialer: Arc::new(crate::stack::ServerDialer {
+                    layers: crate::stack::OutboundLayers::build(
+                        &StreamPlan::default(),
+                        "127.0.0.1",
+                    )
+                    .unwrap(),
+                    via: None,
+                }),
             };
             let conn = outbound.bind(&meta()).await.unwrap();
             let destinations: Vec<Address> = (0..20u16)

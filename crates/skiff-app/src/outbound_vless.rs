@@ -8,7 +8,7 @@
 use std::io;
 use std::sync::Arc;
 
-use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Metadata, Outbound};
+use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Dialer, Metadata, Outbound};
 use skiff_proto::datagram::{BoxDatagramRecv, BoxDatagramSend};
 use skiff_proto::vless::client;
 use skiff_proto::vless::codec::Command;
@@ -17,16 +17,14 @@ use skiff_proto::vless::user::UserId;
 
 use skiff_config::VlessFlow;
 
-use crate::stack::OutboundLayers;
 use crate::udp_links::{self, LinkOpener};
 
 pub struct VlessOutbound {
     pub server: Address,
     pub user: UserId,
     pub flow: VlessFlow,
-    pub layers: OutboundLayers,
-    /// Chained outbound (`proxySettings.tag`): reach the server through it.
-    pub via: Option<Arc<dyn Outbound>>,
+    /// How to reach the server (its layers, directly or through a chained outbound).
+    pub dialer: Arc<dyn Dialer>,
 }
 
 impl Outbound for VlessOutbound {
@@ -36,10 +34,7 @@ impl Outbound for VlessOutbound {
         destination: &'a Address,
     ) -> BoxFuture<'a, io::Result<BoxStream>> {
         Box::pin(async move {
-            let stream = self
-                .layers
-                .connect(&self.server, self.via.as_ref(), meta)
-                .await?;
+            let stream = self.dialer.dial(&self.server, meta).await?;
             if self.flow.is_vision() {
                 return client::connect_vision(stream, &self.user, destination);
             }
@@ -58,8 +53,7 @@ impl Outbound for VlessOutbound {
                 server: self.server.clone(),
                 user: self.user,
                 flow: self.flow,
-                layers: self.layers.clone(),
-                via: self.via.clone(),
+                dialer: self.dialer.clone(),
                 meta: meta.clone(),
             });
             Ok(udp_links::packet_conn(opener))
@@ -72,8 +66,7 @@ struct Links {
     server: Address,
     user: UserId,
     flow: VlessFlow,
-    layers: OutboundLayers,
-    via: Option<Arc<dyn Outbound>>,
+    dialer: Arc<dyn Dialer>,
     meta: Metadata,
 }
 
@@ -92,10 +85,7 @@ impl LinkOpener for Links {
                     "XTLS Vision refuses UDP to port 443 (use flow xtls-rprx-vision-udp443 to allow it)",
                 ));
             }
-            let stream = self
-                .layers
-                .connect(&self.server, self.via.as_ref(), &self.meta)
-                .await?;
+            let stream = self.dialer.dial(&self.server, &self.meta).await?;
             let packets = VlessPacketStream::new(client::connect(
                 stream,
                 &self.user,
@@ -188,8 +178,11 @@ mod tests {
             server: Address::Ip(server),
             user: UserId::from_bytes(ID),
             flow: VlessFlow::None,
-            layers: OutboundLayers::build(&StreamPlan::default(), "127.0.0.1").unwrap(),
-            via: None,
+            dialer: Arc::new(crate::stack::ServerDialer {
+                layers: crate::stack::OutboundLayers::build(&StreamPlan::default(), "127.0.0.1")
+                    .unwrap(),
+                via: None,
+            }),
         }
     }
 

@@ -8,20 +8,18 @@
 use std::io;
 use std::sync::Arc;
 
-use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Metadata, Outbound};
+use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Dialer, Metadata, Outbound};
 use skiff_proto::datagram::{BoxDatagramRecv, BoxDatagramSend};
 use skiff_proto::vmess::{Command, VmessClient};
 
-use crate::stack::OutboundLayers;
 use crate::udp_links::{self, LinkOpener};
 
 pub struct VmessOutbound {
     pub server: Address,
     /// The user's keys and security, derived once.
     pub client: Arc<VmessClient>,
-    pub layers: OutboundLayers,
-    /// Chained outbound (`proxySettings.tag`): reach the server through it.
-    pub via: Option<Arc<dyn Outbound>>,
+    /// How to reach the server (its layers, directly or through a chained outbound).
+    pub dialer: Arc<dyn Dialer>,
 }
 
 impl Outbound for VmessOutbound {
@@ -31,10 +29,7 @@ impl Outbound for VmessOutbound {
         destination: &'a Address,
     ) -> BoxFuture<'a, io::Result<BoxStream>> {
         Box::pin(async move {
-            let stream = self
-                .layers
-                .connect(&self.server, self.via.as_ref(), meta)
-                .await?;
+            let stream = self.dialer.dial(&self.server, meta).await?;
             let stream = self.client.connect(stream, destination, Command::Tcp)?;
             Ok(Box::new(stream) as BoxStream)
         })
@@ -45,8 +40,7 @@ impl Outbound for VmessOutbound {
             let opener = Arc::new(Links {
                 server: self.server.clone(),
                 client: self.client.clone(),
-                layers: self.layers.clone(),
-                via: self.via.clone(),
+                dialer: self.dialer.clone(),
                 meta: meta.clone(),
             });
             Ok(udp_links::packet_conn(opener))
@@ -58,8 +52,7 @@ impl Outbound for VmessOutbound {
 struct Links {
     server: Address,
     client: Arc<VmessClient>,
-    layers: OutboundLayers,
-    via: Option<Arc<dyn Outbound>>,
+    dialer: Arc<dyn Dialer>,
     meta: Metadata,
 }
 
@@ -71,10 +64,7 @@ impl LinkOpener for Links {
         destination: &'a Address,
     ) -> BoxFuture<'a, io::Result<(BoxDatagramRecv, BoxDatagramSend)>> {
         Box::pin(async move {
-            let stream = self
-                .layers
-                .connect(&self.server, self.via.as_ref(), &self.meta)
-                .await?;
+            let stream = self.dialer.dial(&self.server, &self.meta).await?;
             let (reader, writer) = self
                 .client
                 .connect(stream, destination, Command::Udp)?

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use skiff_config::{FreedomDomainStrategy, OutboundPlan, OutboundProtocol, VmessSecurity};
-use skiff_core::{Address, Counter, Outbound, Stats};
+use skiff_core::{Address, Counter, Dialer, Outbound, Stats};
 use skiff_proto::shadowsocks::client::ClientConfig;
 use skiff_proto::trojan::codec::PasswordHash;
 use skiff_proto::vless::user::UserId;
@@ -16,7 +16,7 @@ use crate::outbound_shadowsocks::ShadowsocksOutbound;
 use crate::outbound_trojan::TrojanOutbound;
 use crate::outbound_vless::VlessOutbound;
 use crate::outbound_vmess::VmessOutbound;
-use crate::stack::OutboundLayers;
+use crate::stack::{OutboundLayers, ServerDialer};
 use skiff_proto::blackhole::Blackhole;
 use skiff_proto::freedom::{Freedom, Resolve};
 use skiff_transport::kcp::client::KcpClient;
@@ -64,6 +64,19 @@ pub fn build(plans: &[OutboundPlan], stats: &Stats) -> Result<Vec<OutboundHandle
         .collect()
 }
 
+/// How an outbound reaches `server`: its stream settings' layers, directly or through the
+/// chained outbound `via`.
+fn server_dialer(
+    plan: &OutboundPlan,
+    server: &str,
+    via: Option<Arc<dyn Outbound>>,
+) -> Result<Arc<dyn Dialer>, String> {
+    Ok(Arc::new(ServerDialer {
+        layers: OutboundLayers::build(&plan.stream, server)?,
+        via,
+    }))
+}
+
 fn make(plan: &OutboundPlan, via: Option<Arc<dyn Outbound>>) -> Result<Arc<dyn Outbound>, String> {
     Ok(match &plan.protocol {
         OutboundProtocol::Freedom(f) => Arc::new(Freedom {
@@ -84,14 +97,12 @@ fn make(plan: &OutboundPlan, via: Option<Arc<dyn Outbound>>) -> Result<Arc<dyn O
             server: Address::from_host(&v.address, v.port),
             user: UserId::from_bytes(v.id),
             flow: v.flow,
-            layers: OutboundLayers::build(&plan.stream, &v.address)?,
-            via,
+            dialer: server_dialer(plan, &v.address, via)?,
         }),
         OutboundProtocol::Trojan(t) => Arc::new(TrojanOutbound {
             server: Address::from_host(&t.address, t.port),
             hash: PasswordHash::of(&t.password),
-            layers: OutboundLayers::build(&plan.stream, &t.address)?,
-            via,
+            dialer: server_dialer(plan, &t.address, via)?,
         }),
         OutboundProtocol::Shadowsocks(ss) => Arc::new(ShadowsocksOutbound {
             server: Address::from_host(&ss.address, ss.port),
@@ -100,8 +111,7 @@ fn make(plan: &OutboundPlan, via: Option<Arc<dyn Outbound>>) -> Result<Arc<dyn O
                 key: ss.key.0.clone(),
                 identity_keys: ss.identity_keys.iter().map(|k| k.0.clone()).collect(),
             },
-            layers: OutboundLayers::build(&plan.stream, &ss.address)?,
-            via,
+            dialer: server_dialer(plan, &ss.address, via)?,
         }),
         OutboundProtocol::Kcptun(k) => {
             let server = Address::from_host(&k.address, k.port);
@@ -131,8 +141,7 @@ fn make(plan: &OutboundPlan, via: Option<Arc<dyn Outbound>>) -> Result<Arc<dyn O
                     v.authenticated_length,
                     v.no_termination_signal,
                 )),
-                layers: OutboundLayers::build(&plan.stream, &v.address)?,
-                via,
+                dialer: server_dialer(plan, &v.address, via)?,
             })
         }
     })

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use skiff_config::{StreamNetwork, StreamPlan, StreamSecurity, TlsPlan};
 use skiff_core::tcp_tuning::TcpTuning;
-use skiff_core::{Address, BoxStream, Metadata, Outbound};
+use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Dialer, Metadata, Outbound};
 use skiff_kcp::mkcp::MkcpConfig;
 
 use skiff_transport::kcp::TunnelParams;
@@ -111,6 +111,35 @@ impl InboundLayers {
                 }
             },
         }
+    }
+}
+
+/// An outbound's way to its server: its layers, directly or through a chained outbound.
+pub struct ServerDialer {
+    pub layers: OutboundLayers,
+    /// Chained outbound (`proxySettings.tag`): reach the server through it.
+    pub via: Option<Arc<dyn Outbound>>,
+}
+
+impl Dialer for ServerDialer {
+    fn dial<'a>(
+        &'a self,
+        server: &'a Address,
+        meta: &'a Metadata,
+    ) -> BoxFuture<'a, io::Result<BoxStream>> {
+        Box::pin(self.layers.connect(server, self.via.as_ref(), meta))
+    }
+
+    fn bind_via<'a>(
+        &'a self,
+        meta: &'a Metadata,
+    ) -> BoxFuture<'a, io::Result<Option<BoxPacketConn>>> {
+        Box::pin(async move {
+            match &self.via {
+                Some(via) => via.bind(meta).await.map(Some),
+                None => Ok(None),
+            }
+        })
     }
 }
 

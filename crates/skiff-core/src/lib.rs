@@ -28,4 +28,4 @@ pub use relay::{RelayCounters, RelayEnd, RelayOutcome, RelayPolicy, relay};
 pub use stats::{Counter, DirectionCounters, Stats};
 pub mod outbound;
 
-pub use outbound::{BoxPacketConn, Outbound, PacketConn};
+pub use outbound::{BoxPacketConn, Dialer, Outbound, PacketConn};

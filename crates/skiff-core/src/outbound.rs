@@ -38,3 +38,24 @@ pub trait Outbound: Send + Sync {
     /// Opens a packet conversation for the session `meta`.
     fn bind<'a>(&'a self, meta: &'a Metadata) -> BoxFuture<'a, io::Result<BoxPacketConn>>;
 }
+
+/// How an outbound reaches its own server: the base connection (TCP, or a UDP transport) and
+/// the layers over it (TLS, WebSocket), directly or through another outbound. Chaining
+/// (`proxySettings`) is an outbound used as a dialer: the outbound holding this does not know
+/// which.
+pub trait Dialer: Send + Sync {
+    /// A stream to `server` with the transport layers done, for the session `meta`.
+    fn dial<'a>(
+        &'a self,
+        server: &'a Address,
+        meta: &'a Metadata,
+    ) -> BoxFuture<'a, io::Result<BoxStream>>;
+
+    /// For a protocol that sends its own datagrams to the server (Shadowsocks UDP): the
+    /// chained outbound's packet conversation, or None when there is no chain (the protocol
+    /// then uses a UDP socket of its own).
+    fn bind_via<'a>(
+        &'a self,
+        meta: &'a Metadata,
+    ) -> BoxFuture<'a, io::Result<Option<BoxPacketConn>>>;
+}
