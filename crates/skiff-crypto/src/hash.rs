@@ -35,6 +35,15 @@ pub fn sha224(parts: &[&[u8]]) -> [u8; 28] {
     h.finalize().into()
 }
 
+/// BLAKE3 with 32 bytes of output (`xray x25519` prints it of the public key as "Hash32").
+pub fn blake3(parts: &[&[u8]]) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    for p in parts {
+        h.update(p);
+    }
+    h.finalize().into()
+}
+
 /// CRC-32 (IEEE), as VMess's auth ID carries it.
 pub fn crc32(data: &[u8]) -> u32 {
     crc32fast::hash(data)

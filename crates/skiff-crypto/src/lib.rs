@@ -1,7 +1,7 @@
 //! Every cryptographic primitive Skiff uses, in one place: AEAD ciphers sealing and opening in
 //! place (aws-lc-rs; XChaCha20-Poly1305 through RustCrypto's HChaCha20), kcptun's packet
 //! ciphers (RustCrypto block ciphers in CFB, Salsa20), nonce counters, the hashes and key
-//! derivations the protocols specify, randomness, and constant-time comparison.
+//! derivations the protocols specify, X25519 (REALITY), randomness, and constant-time comparison.
 //!
 //! Protocol codecs call these and never a crypto crate directly, so a faster backend or a
 //! hardware quirk is handled here once.
@@ -16,6 +16,7 @@ pub mod nonce;
 pub mod random;
 pub mod shadowsocks;
 pub mod vmess;
+pub mod x25519;
 
 pub use aead::{AeadKey, AeadKind, OpenError, TAG_LEN};
 pub use nonce::NonceCounter;

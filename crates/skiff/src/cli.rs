@@ -20,7 +20,8 @@ use clap::{Parser, Subcommand};
                   Quick start: `skiff run` starts a SOCKS5 proxy on 127.0.0.1:10808 and an HTTP\n\
                   proxy on 127.0.0.1:10809, both going direct. `skiff check -c FILE` validates a\n\
                   config and names each problem's file, line and JSON path. `skiff bench` measures\n\
-                  Skiff beside the Xray, v2ray, trojan, Shadowsocks and kcptun found here."
+                  Skiff beside the Xray, v2ray, trojan, Shadowsocks and kcptun found here.\n\
+                  `skiff uuid` and `skiff x25519` make ids and keys exactly as Xray's commands do."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -58,6 +59,16 @@ pub enum Command {
         /// Map this string (1-30 bytes) to a UUID the way Xray does for ids that are not UUIDs.
         #[arg(short = 'i', long = "input", value_name = "STRING")]
         input: Option<String>,
+    },
+    /// Print a new X25519 key pair for REALITY, or with -i the public key of a private key,
+    /// in `xray x25519`'s format.
+    X25519 {
+        /// Derive from this private key (base64 URL-safe without padding, as Xray prints it).
+        #[arg(short = 'i', long = "input", value_name = "PRIVATE_KEY")]
+        input: Option<String>,
+        /// Read and print standard base64 (with `+`, `/` and padding) instead.
+        #[arg(long = "std-encoding")]
+        std_encoding: bool,
     },
 }
 

@@ -3,6 +3,7 @@
 mod cli;
 mod logging;
 mod uuid;
+mod x25519;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -34,6 +35,20 @@ fn main() -> ExitCode {
             println!("{}", uuid::format(&u));
             ExitCode::SUCCESS
         }
+        Command::X25519 {
+            input,
+            std_encoding,
+        } => match x25519::report(input.as_deref(), std_encoding) {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+            // Xray prints this on stdout and exits 0; a script deserves a failure status.
+            Err(message) => {
+                eprintln!("error: {message}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Check { config } => match load(&config) {
             Some((loaded, origin)) => {
                 println!("{origin}\n\n{}", loaded.plan);

@@ -1,13 +1,8 @@
 //! `skiff uuid`: random v4 UUIDs, and Xray's mapping of arbitrary strings to UUIDs
 //! (spec/vless.md §2.1): SHA-1 over 16 zero bytes and the string, first 16 bytes, version 5.
 
-use sha1::{Digest, Sha1};
-
 pub fn from_string(input: &str) -> [u8; 16] {
-    let mut hasher = Sha1::new();
-    hasher.update([0u8; 16]);
-    hasher.update(input.as_bytes());
-    let digest = hasher.finalize();
+    let digest = skiff_crypto::hash::sha1(&[&[0u8; 16], input.as_bytes()]);
     let mut u = [0u8; 16];
     u.copy_from_slice(&digest[..16]);
     u[6] = (u[6] & 0x0f) | 0x50;
