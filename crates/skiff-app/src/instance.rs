@@ -213,6 +213,9 @@ impl Running {
         for l in &listeners {
             info!(inbound = %l.tag, protocol = l.protocol, "listening on {}/{}", l.address, l.network);
         }
+        // Building the plan read geodata files and decoded lists that are freed by now; the
+        // heap keeps their pages unless asked, and on a router those are megabytes.
+        crate::memory::trim();
         Ok(Running {
             shared,
             shutdown,

@@ -36,7 +36,8 @@ pub async fn trim_after_bursts(
     }
 }
 
-fn trim() {
+/// Returns freed heap pages to the OS (glibc only; elsewhere nothing to do).
+pub fn trim() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only releases free memory; it is safe to call at any time.
     unsafe {
