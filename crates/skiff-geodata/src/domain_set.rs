@@ -3,18 +3,91 @@
 //! name, however many rules); keywords and regular expressions are checked one by one as in
 //! Xray, the expressions as one `RegexSet` (a single pass over the name).
 
-use std::collections::HashSet;
+use std::hash::{BuildHasher, RandomState};
 
+use hashbrown::HashTable;
 use regex::bytes::{RegexSet, RegexSetBuilder};
 
 use crate::site::{Domain, DomainKind};
 
 #[derive(Debug, Default)]
 pub struct DomainSet {
-    full: HashSet<Box<str>>,
-    suffix: HashSet<Box<str>>,
+    full: NameTable,
+    suffix: NameTable,
     plain: Vec<Box<str>>,
     regex: Option<RegexSet>,
+}
+
+/// A set of names kept in one buffer and found through a hash table of their offsets. A
+/// geosite list holds tens of thousands of names (`geolocation-!cn` about 25 000): as a
+/// `HashSet<Box<str>>` each costs a heap block of its own plus a 16-byte slot, about 2 MiB
+/// for a typical config's five lists, which on a router is most of Skiff's memory. Here a
+/// name costs its bytes, a 2-byte length and about 5 bytes of table.
+///
+/// The hash is std's keyed SipHash (a random key per set): lookups are names a client chose,
+/// and a fixed hash would let one aim for long probe sequences.
+#[derive(Default)]
+struct NameTable {
+    /// Each name as a little-endian u16 length, then its bytes.
+    names: Vec<u8>,
+    /// Offsets into `names`.
+    index: HashTable<u32>,
+    hasher: RandomState,
+}
+
+impl std::fmt::Debug for NameTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "NameTable({} names)", self.index.len())
+    }
+}
+
+fn name_at(names: &[u8], offset: u32) -> &[u8] {
+    let at = offset as usize;
+    let len = u16::from_le_bytes([names[at], names[at + 1]]) as usize;
+    &names[at + 2..at + 2 + len]
+}
+
+impl NameTable {
+    /// Adds `name` unless present. Names longer than a DNS name can be (253 bytes) can never
+    /// match one and are left out, which also keeps every length within the u16 prefix.
+    fn insert(&mut self, name: &[u8]) {
+        if name.len() > 253 || self.contains(name) {
+            return;
+        }
+        let Ok(offset) = u32::try_from(self.names.len()) else {
+            return; // 4 GiB of names: far beyond any geosite file.
+        };
+        self.names
+            .extend_from_slice(&(name.len() as u16).to_le_bytes());
+        self.names.extend_from_slice(name);
+        let (names, hasher) = (&self.names, &self.hasher);
+        self.index
+            .insert_unique(hasher.hash_one(name), offset, |&o| {
+                hasher.hash_one(name_at(names, o))
+            });
+    }
+
+    fn contains(&self, name: &[u8]) -> bool {
+        let hash = self.hasher.hash_one(name);
+        self.index
+            .find(hash, |&o| name_at(&self.names, o) == name)
+            .is_some()
+    }
+
+    fn shrink_to_fit(&mut self) {
+        self.names.shrink_to_fit();
+        let (names, hasher) = (&self.names, &self.hasher);
+        self.index
+            .shrink_to_fit(|&o| hasher.hash_one(name_at(names, o)));
+    }
+
+    fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
 }
 
 /// Whether `pattern` is a regular expression a [`DomainSet`] accepts; the error says why not.
@@ -41,12 +114,8 @@ impl DomainSet {
         for Domain { kind, value } in domains {
             match kind {
                 DomainKind::Regex => patterns.push(value),
-                DomainKind::Full => {
-                    set.full.insert(value.to_ascii_lowercase().into());
-                }
-                DomainKind::Suffix => {
-                    set.suffix.insert(value.to_ascii_lowercase().into());
-                }
+                DomainKind::Full => set.full.insert(value.to_ascii_lowercase().as_bytes()),
+                DomainKind::Suffix => set.suffix.insert(value.to_ascii_lowercase().as_bytes()),
                 DomainKind::Plain => {
                     let v: Box<str> = value.to_ascii_lowercase().into();
                     if !set.plain.contains(&v) {
@@ -76,7 +145,7 @@ impl DomainSet {
 
     /// Whether `name` (lower-case, as routing passes it) matches any entry.
     pub fn matches(&self, name: &str) -> bool {
-        if self.full.contains(name) || self.suffix_matches(name) {
+        if self.full.contains(name.as_bytes()) || self.suffix_matches(name) {
             return true;
         }
         if self.plain.iter().any(|p| name.contains(&**p)) {
@@ -93,11 +162,13 @@ impl DomainSet {
         if self.suffix.is_empty() {
             return false;
         }
+        let name = name.as_bytes();
         if self.suffix.contains(name) {
             return true;
         }
-        name.match_indices('.')
-            .any(|(i, _)| self.suffix.contains(&name[i + 1..]))
+        (0..name.len())
+            .filter(|&i| name[i] == b'.')
+            .any(|i| self.suffix.contains(&name[i + 1..]))
     }
 
     /// How many entries of each kind: (full, suffix, plain, regex).
