@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use skiff_core::{
     Accepted, Address, BoxFuture, BoxStream, ConnectOutcome, Connector, Counted, DirectionCounters,
-    InboundContext, Metadata, Network, Prefixed, ProxyStream, RelayCounters, RelayEnd, Reply,
-    relay,
+    InboundContext, LayerSession, Metadata, Network, Prefixed, ProxyStream, RelayCounters,
+    RelayEnd, Reply, relay,
 };
 use skiff_proto::{http, socks};
 use tokio::io::AsyncWriteExt;
@@ -21,7 +21,6 @@ use tracing::debug;
 use crate::fallback;
 use crate::inbound::{InboundHandler, InboundKind};
 use crate::shared::Shared;
-use crate::stack::LayerSession;
 use crate::udp;
 use crate::{trojan_udp, udp_stream};
 

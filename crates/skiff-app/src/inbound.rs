@@ -9,8 +9,8 @@ use skiff_core::{Address, Counter, Inbound, Stats};
 use skiff_proto::http::server::HttpServerConfig;
 use skiff_proto::socks::server::SocksServerConfig;
 use skiff_proto::tunnel::TunnelInbound;
+use skiff_transport::stack::ServerStack;
 
-use crate::stack::InboundLayers;
 use crate::tunnel::TunnelConfig;
 use skiff_config::FallbackPlan;
 use skiff_proto::shadowsocks::server::{ServerUser, ShadowsocksServer};
@@ -43,7 +43,7 @@ pub struct InboundHandler {
     pub tag: Arc<str>,
     pub kind: InboundKind,
     /// TLS and WebSocket under the protocol (streamSettings).
-    pub layers: InboundLayers,
+    pub layers: ServerStack,
     /// Where connections that are not a valid request go (VLESS and Trojan); the same
     /// selection for every protocol (`crate::fallback`).
     pub fallbacks: Vec<FallbackPlan>,
@@ -176,7 +176,7 @@ impl InboundHandler {
                 )
             }
         };
-        let layers = InboundLayers::build(&plan.stream)
+        let layers = crate::stream_settings::server_stack(&plan.stream)
             .map_err(|e| format!("inbound `{}`: {e}", plan.tag))?;
         // Over mKCP the protocol's connections arrive on the UDP port instead.
         let tcp = tcp && layers.mkcp().is_none() && layers.kcptun().is_none();
@@ -190,7 +190,7 @@ impl InboundHandler {
             downlink: stats.counter(&format!("inbound>>>{}>>>traffic>>>downlink", plan.tag)),
             tcp,
             udp_listener,
-            tcp_tuning: crate::stack::tcp_tuning(&plan.stream),
+            tcp_tuning: crate::stream_settings::tcp_tuning(&plan.stream),
         })
     }
 
