@@ -7,6 +7,7 @@ use std::sync::Arc;
 use skiff_config::{StreamNetwork, StreamPlan, StreamSecurity, TlsPlan};
 use skiff_core::tcp_tuning::TcpTuning;
 use skiff_core::{ClientLayer, Dialer, Outbound, OutboundDialer, ServerLayer};
+use skiff_transport::httpupgrade::{HttpUpgradeClient, HttpUpgradeServer};
 use skiff_transport::kcp::dial::KcptunDialer;
 use skiff_transport::mkcp::dial::MkcpDialer;
 use skiff_transport::stack::{LayeredDialer, ServerBase, ServerStack, Unchainable};
@@ -28,6 +29,10 @@ pub fn server_stack(plan: &StreamPlan) -> Result<ServerStack, String> {
                 host: w.host.clone(),
                 early_data_header: None,
             }));
+            ServerBase::Tcp
+        }
+        StreamNetwork::HttpUpgrade(h) => {
+            layers.push(Arc::new(HttpUpgradeServer::new(&h.path, h.host.clone())));
             ServerBase::Tcp
         }
         StreamNetwork::Mkcp(k) => ServerBase::Mkcp(k.clone()),
@@ -79,6 +84,14 @@ pub fn client_dialer(
                 headers: w.headers.clone(),
                 early_data_header: None,
             }));
+            tcp()
+        }
+        StreamNetwork::HttpUpgrade(h) => {
+            layers.push(Arc::new(HttpUpgradeClient::new(
+                &h.path,
+                h.host.clone().unwrap_or_else(|| server_name.clone()),
+                h.headers.clone(),
+            )));
             tcp()
         }
         StreamNetwork::Mkcp(k) => udp(

@@ -11,6 +11,7 @@
 //!   a streaming frame decoder, the HTTP/1.1 upgrade handshake (both sides), the
 //!   `Sec-WebSocket-Protocol` / `?ed=N` / path-suffix early-data conventions, what a listener
 //!   answers to a request it does not upgrade, and the async accept/connect and frame stream.
+//! * [`httpupgrade`]: Xray's HTTPUpgrade: one HTTP/1.1 upgrade exchange, then the raw stream.
 //! * [`tls`]: TLS over rustls, then (TLS 1.3) our own record layer, which keeps every byte
 //!   read so XTLS Vision can leave it one direction at a time; a bounded ClientHello peek
 //!   (SNI, ALPN, versions) for fallbacks.
@@ -22,6 +23,7 @@
 
 pub mod base64;
 pub mod fuzz;
+pub mod httpupgrade;
 pub mod kcp;
 pub mod mkcp;
 pub mod stack;
