@@ -2,6 +2,7 @@
 //! the inbound/outbound traits, the dialer and layer traits, byte counters and the relay (copy and splice).
 
 pub mod address;
+pub mod buffers;
 pub mod net;
 
 pub use address::Address;
