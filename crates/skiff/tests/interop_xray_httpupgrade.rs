@@ -1,9 +1,9 @@
 //! HTTPUpgrade interop with Xray-core 26.7 (XRAY_BIN, else `../shared/peers/bin/xray`; outside
 //! CI a machine without either skips, under CI that fails), both directions, VLESS over
 //! `httpupgrade`: A → B (dokodemo-door → VLESS out) → C (VLESS in → freedom) → D, with B or C
-//! being Xray, 16 MiB each way at once, SHA-256 checked; with and without `?ed=` (the client
-//! sends before the 101 arrives). And a request that is not an upgrade meets what Xray's
-//! listener gives it: the connection closed without a byte.
+//! being Xray, 16 MiB each way at once, SHA-256 checked. `?ed=` (send before the 101) is tested
+//! between Skiff's own ends, for the reason given at that test. A request that is not an
+//! upgrade gets what Xray's listener gives it: the connection closed without a byte.
 
 mod common;
 
@@ -130,21 +130,37 @@ fn exchange(s: TcpStream, seed: u64) -> (u64, Vec<u8>) {
     (total, h.finalize().to_vec())
 }
 
-fn run_case(xray_is_client: bool, path: &str) {
+/// Which end of the chain Xray plays, if any.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Xray {
+    Client,
+    Server,
+    Neither,
+}
+
+fn run_case(role: Xray, path: &str) {
     let Some(xray) = xray() else { return };
-    let dir = TempDir::new(&format!("httpupgrade-{xray_is_client}-{}", path.len()));
+    let dir = TempDir::new(&format!("httpupgrade-{role:?}-{}", path.len()));
     let sink = TcpListener::bind("127.0.0.1:0").unwrap();
     let d = sink.local_addr().unwrap().port();
     let (b, c) = (free_port(), free_port());
     let (server_json, client_json) = (server_config(c, path), client_config(b, d, c, path));
-    let (_server, _client, mut skiff, log) = if xray_is_client {
-        let (skiff, log) = start_skiff(dir.path(), "c", &server_json, &[c]);
-        let client = start_xray(&xray, dir.path(), "b", &client_json, b);
-        (None, Some(client), skiff, log)
-    } else {
-        let server = start_xray(&xray, dir.path(), "c", &server_json, c);
-        let (skiff, log) = start_skiff(dir.path(), "b", &client_json, &[b]);
-        (Some(server), None, skiff, log)
+    let (_server, _client, mut skiff, log) = match role {
+        Xray::Client => {
+            let (skiff, log) = start_skiff(dir.path(), "c", &server_json, &[c]);
+            let client = start_xray(&xray, dir.path(), "b", &client_json, b);
+            (None, Some(client), skiff, log)
+        }
+        Xray::Server => {
+            let server = start_xray(&xray, dir.path(), "c", &server_json, c);
+            let (skiff, log) = start_skiff(dir.path(), "b", &client_json, &[b]);
+            (Some(server), None, skiff, log)
+        }
+        Xray::Neither => {
+            let (server, _) = start_skiff(dir.path(), "c", &server_json, &[c]);
+            let (skiff, log) = start_skiff(dir.path(), "b", &client_json, &[b]);
+            (Some(server), None, skiff, log)
+        }
     };
     let d_side = std::thread::spawn(move || {
         let (s, _) = sink.accept().unwrap();
@@ -152,11 +168,7 @@ fn run_case(xray_is_client: bool, path: &str) {
     });
     let (down_len, down_digest) = exchange(TcpStream::connect(("127.0.0.1", b)).unwrap(), 1);
     let (up_len, up_digest) = d_side.join().unwrap();
-    let who = if xray_is_client {
-        format!("xray client → skiff server, path {path}")
-    } else {
-        format!("skiff client → xray server, path {path}")
-    };
+    let who = format!("{role:?} is Xray, path {path}");
     assert_eq!((up_len, down_len), (BULK, BULK), "{who}: lengths");
     assert_eq!(up_digest, digest(1), "{who}: uplink SHA-256");
     assert_eq!(down_digest, digest(2), "{who}: downlink SHA-256");
@@ -165,24 +177,30 @@ fn run_case(xray_is_client: bool, path: &str) {
 
 #[test]
 fn xray_client_skiff_server() {
-    run_case(true, PATH);
+    run_case(Xray::Client, PATH);
 }
 
 #[test]
 fn skiff_client_xray_server() {
-    run_case(false, PATH);
+    run_case(Xray::Server, PATH);
 }
 
+/// `?ed=` is tested between Skiff's own ends: the client sends before the 101, and the server
+/// keeps the bytes that came behind the request. Xray cannot take part reliably on either
+/// side:
+/// * Xray's server reads the request through a buffered reader and then drops whatever that
+///   reader buffered behind the head (`upgrade` in httpupgrade/hub.go). Data sent right behind
+///   the request is lost, and its VLESS server reports "invalid request version".
+/// * Xray's client reads the 101 through a reader sized to its first read. It then returns
+///   every byte buffered behind the 101, even past the length it was asked for (`ConnRF.Read`
+///   in httpupgrade/dialer.go). Its VLESS client reads the response header byte by byte, so it
+///   loses a byte whenever the server's first bytes arrive with the 101.
+///
+/// Each fails about every other run on loopback: races in Xray, not something a peer can avoid.
 #[test]
-fn xray_client_skiff_server_early_data() {
-    run_case(true, "/up?ed=2048");
+fn skiff_client_skiff_server_early_data() {
+    run_case(Xray::Neither, "/up?ed=2048");
 }
-
-#[test]
-fn skiff_client_xray_server_early_data() {
-    run_case(false, "/up?ed=2048");
-}
-
 /// What a listener gives a client: the bytes it answered, and whether it then closed.
 fn answer_to(port: u16, request: &[u8]) -> (Vec<u8>, End) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
