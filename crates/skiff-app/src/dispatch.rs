@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use skiff_core::{
     Accepted, Address, BoxFuture, BoxStream, ConnectOutcome, Connector, Counted, DirectionCounters,
-    InboundContext, Metadata, Network, Prefixed, ProxyStream, RelayCounters, RelayEnd, Reply,
-    relay,
+    InboundContext, LayerSession, Metadata, Network, Prefixed, ProxyStream, RelayCounters,
+    RelayEnd, Reply, relay,
 };
 use skiff_proto::{http, socks};
 use tokio::io::AsyncWriteExt;
@@ -21,7 +21,6 @@ use tracing::debug;
 use crate::fallback;
 use crate::inbound::{InboundHandler, InboundKind};
 use crate::shared::Shared;
-use crate::stack::LayerSession;
 use crate::udp;
 use crate::{trojan_udp, udp_stream};
 
@@ -53,8 +52,9 @@ pub async fn serve_tcp(
     .await;
 }
 
-/// A connection some transport accepted that is not a TCP socket (an mKCP connection): the
-/// same path as a TCP connection, the inbound's layers and protocol included.
+/// A connection some transport accepted that is not a TCP socket (an mKCP connection, a
+/// kcptun smux stream): the same path as a TCP connection, the inbound's layers and protocol
+/// included.
 pub async fn serve_transport(
     shared: Arc<Shared>,
     inbound: Arc<InboundHandler>,
@@ -67,6 +67,7 @@ pub async fn serve_transport(
             InboundKind::Tunnel(config) => Some(config.destination.clone().ok_or_else(|| {
                 io::Error::new(io::ErrorKind::InvalidInput, "no configured address")
             })),
+            InboundKind::Kcptun { target } => Some(Ok(target.clone())),
             _ => None,
         };
     serve_conn(shared, inbound, stream, tunnel_destination, source, local).await;
@@ -152,22 +153,6 @@ async fn serve_conn(
         }
         Accepted::Done => {}
     }
-}
-
-/// A stream some transport already accepted with its destination fixed (a kcptun inbound's
-/// smux stream): route, connect, relay, as for a dokodemo-door connection.
-pub async fn serve_stream(
-    shared: Arc<Shared>,
-    inbound: Arc<InboundHandler>,
-    stream: BoxStream,
-    source: SocketAddr,
-    local: SocketAddr,
-    destination: Address,
-) {
-    let mut meta = Metadata::new(inbound.tag.clone(), source, local);
-    meta.level = inbound.level;
-    meta.destination = Some(destination);
-    connect_and_relay(&shared, &inbound, meta, stream, Reply::None).await;
 }
 
 /// Runs the inbound's transport layers, then its protocol's handshake, under the policy's

@@ -16,7 +16,7 @@ use skiff_proto::proxy_protocol;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpStream, UnixStream};
 
-use crate::stack::LayerSession;
+use skiff_core::LayerSession;
 
 /// The fallback connections this instance has open to TCP listeners, by their local address
 /// (which a listener of ours sees as the peer), each with the inbounds it already passed

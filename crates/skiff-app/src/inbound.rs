@@ -9,8 +9,8 @@ use skiff_core::{Address, Counter, Inbound, Stats};
 use skiff_proto::http::server::HttpServerConfig;
 use skiff_proto::socks::server::SocksServerConfig;
 use skiff_proto::tunnel::TunnelInbound;
+use skiff_transport::stack::{ServerBase, ServerStack};
 
-use crate::stack::InboundLayers;
 use crate::tunnel::TunnelConfig;
 use skiff_config::FallbackPlan;
 use skiff_proto::shadowsocks::server::{ServerUser, ShadowsocksServer};
@@ -32,9 +32,9 @@ pub enum InboundKind {
     Shadowsocks(Arc<ShadowsocksServer>),
     /// Users and replay filters, shared by the inbound's connections.
     Vmess(Box<VmessServer>),
-    /// A kcptun server: KCP sessions on UDP, every smux stream to `target`.
+    /// A kcptun server: the kcptun network (KCP sessions on UDP, with kcptun's own stream
+    /// semantics) under a tunnel to the server's fixed `target` (kcptun sends no destination).
     Kcptun {
-        params: skiff_transport::kcp::TunnelParams,
         target: Address,
     },
 }
@@ -43,7 +43,7 @@ pub struct InboundHandler {
     pub tag: Arc<str>,
     pub kind: InboundKind,
     /// TLS and WebSocket under the protocol (streamSettings).
-    pub layers: InboundLayers,
+    pub layers: ServerStack,
     /// Where connections that are not a valid request go (VLESS and Trojan); the same
     /// selection for every protocol (`crate::fallback`).
     pub fallbacks: Vec<FallbackPlan>,
@@ -65,6 +65,8 @@ impl InboundHandler {
                 .map(|a| (a.user.clone(), a.pass.clone()))
                 .collect::<Vec<_>>()
         };
+        // The kcptun protocol is the kcptun network with kcptun's own stream semantics.
+        let mut kcptun_base = None;
         let (kind, level, tcp, udp_listener) = match &plan.protocol {
             InboundProtocol::Socks(s) => (
                 InboundKind::Socks {
@@ -145,15 +147,17 @@ impl InboundHandler {
                 ss.network.tcp,
                 ss.network.udp,
             ),
-            InboundProtocol::Kcptun(k) => (
-                InboundKind::Kcptun {
-                    params: crate::kcp_params::from_plan(&k.tuning),
-                    target: Address::from_host(&k.target_host, k.target_port),
-                },
-                0,
-                false,
-                true,
-            ),
+            InboundProtocol::Kcptun(k) => {
+                kcptun_base = Some(ServerBase::Kcptun(crate::kcp_params::from_plan(&k.tuning)));
+                (
+                    InboundKind::Kcptun {
+                        target: Address::from_host(&k.target_host, k.target_port),
+                    },
+                    0,
+                    false,
+                    false,
+                )
+            }
             InboundProtocol::Vmess(v) => {
                 let users: Vec<VmessUser> = v
                     .clients
@@ -176,8 +180,11 @@ impl InboundHandler {
                 )
             }
         };
-        let layers = InboundLayers::build(&plan.stream)
+        let mut layers = crate::stream_settings::server_stack(&plan.stream)
             .map_err(|e| format!("inbound `{}`: {e}", plan.tag))?;
+        if let Some(base) = kcptun_base {
+            layers.base = base;
+        }
         // Over mKCP the protocol's connections arrive on the UDP port instead.
         let tcp = tcp && layers.mkcp().is_none() && layers.kcptun().is_none();
         Ok(InboundHandler {
@@ -190,12 +197,11 @@ impl InboundHandler {
             downlink: stats.counter(&format!("inbound>>>{}>>>traffic>>>downlink", plan.tag)),
             tcp,
             udp_listener,
-            tcp_tuning: crate::stack::tcp_tuning(&plan.stream),
+            tcp_tuning: crate::stream_settings::tcp_tuning(&plan.stream),
         })
     }
 
-    /// The protocol's handshake, or None for an inbound that takes no TCP connections. The
-    /// one place a protocol is registered with the dispatcher.
+    /// The protocol's handshake. The one place a protocol is registered with the dispatcher.
     pub fn protocol(&self) -> Option<&dyn Inbound> {
         match &self.kind {
             InboundKind::Socks { config, .. } => Some(config),
@@ -205,7 +211,7 @@ impl InboundHandler {
             InboundKind::Trojan(server) => Some(server),
             InboundKind::Shadowsocks(server) => Some(&**server),
             InboundKind::Vmess(server) => Some(&**server),
-            InboundKind::Kcptun { .. } => None,
+            InboundKind::Kcptun { .. } => Some(&TunnelInbound),
         }
     }
 

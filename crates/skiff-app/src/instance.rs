@@ -187,17 +187,6 @@ impl Running {
                                     shutdown.subscribe(),
                                 )));
                             }
-                            InboundKind::Kcptun { params, target } => {
-                                tasks.push(tokio::spawn(serve_kcptun(
-                                    shared.clone(),
-                                    inbound.clone(),
-                                    socket,
-                                    params.clone(),
-                                    target.clone(),
-                                    permits.clone(),
-                                    shutdown.subscribe(),
-                                )));
-                            }
                             _ => {}
                         }
                     }
@@ -408,8 +397,8 @@ async fn serve_mkcp(
     skiff_transport::mkcp::listener::serve(socket, config, on_conn, shutdown).await;
 }
 
-/// An inbound over the kcptun transport: every smux stream of the KCP sessions on `socket`
-/// is admitted like a TCP connection.
+/// An inbound over the kcptun transport (the kcptun protocol's inbound included): every smux
+/// stream of the KCP sessions on `socket` is admitted like a TCP connection.
 async fn serve_kcptun_transport(
     shared: Arc<Shared>,
     inbound: Arc<InboundHandler>,
@@ -425,48 +414,5 @@ async fn serve_kcptun_transport(
             admission.admit(Box::new(stream), source);
         },
     );
-    skiff_transport::kcp::server::serve(socket, params, on_stream, shutdown).await;
-}
-
-/// A kcptun inbound: KCP sessions on `socket`; each smux stream is one connection to
-/// `target`, routed like a dokodemo-door connection and counted against the connection cap.
-async fn serve_kcptun(
-    shared: Arc<Shared>,
-    inbound: Arc<InboundHandler>,
-    socket: Arc<UdpSocket>,
-    params: skiff_transport::kcp::TunnelParams,
-    target: skiff_core::Address,
-    permits: Arc<Semaphore>,
-    shutdown: watch::Receiver<bool>,
-) {
-    let local = socket
-        .local_addr()
-        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
-    let on_stream = {
-        let inbound = inbound.clone();
-        Arc::new(
-            move |stream: skiff_transport::kcp::stream::KcpStream, source: SocketAddr| {
-                let Ok(permit) = permits.clone().try_acquire_owned() else {
-                    debug!(inbound = %inbound.tag, %source, "connection cap reached; closing stream");
-                    return;
-                };
-                let shared = shared.clone();
-                let inbound = inbound.clone();
-                let target = target.clone();
-                tokio::spawn(async move {
-                    dispatch::serve_stream(
-                        shared,
-                        inbound,
-                        Box::new(stream),
-                        source,
-                        local,
-                        target,
-                    )
-                    .await;
-                    drop(permit);
-                });
-            },
-        )
-    };
     skiff_transport::kcp::server::serve(socket, params, on_stream, shutdown).await;
 }

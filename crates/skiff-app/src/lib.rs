@@ -3,7 +3,6 @@
 
 mod access_log;
 mod activity;
-mod dial;
 mod dispatch;
 mod fallback;
 mod inbound;
@@ -17,7 +16,7 @@ mod outbound_vmess;
 mod outbounds;
 mod shared;
 mod ss_udp;
-mod stack;
+mod stream_settings;
 mod trojan_udp;
 mod tunnel;
 mod udp;

@@ -231,7 +231,6 @@ async fn carry(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use skiff_config::StreamPlan;
     use skiff_proto::trojan::server::{TrojanAccept, TrojanServer, TrojanUser, accept};
     use std::future::poll_fn;
     use std::net::SocketAddr;
@@ -283,14 +282,7 @@ mod tests {
             let outbound = TrojanOutbound {
                 server: Address::Ip(server),
                 hash: PasswordHash::of("pw"),
-                dialer: Arc::new(crate::stack::ServerDialer {
-                    layers: crate::stack::OutboundLayers::build(
-                        &StreamPlan::default(),
-                        "127.0.0.1",
-                    )
-                    .unwrap(),
-                    via: None,
-                }),
+                dialer: Arc::new(skiff_transport::tcp::TcpDialer::default()),
             };
             let conn = outbound.bind(&meta()).await.unwrap();
             let destinations: Vec<Address> = (0..20u16)

@@ -113,7 +113,6 @@ impl LinkOpener for Links {
 mod tests {
     use super::*;
     use crate::udp_links::{MAX_LINKS, REDIAL_PAUSE};
-    use skiff_config::StreamPlan;
     use skiff_proto::vless::server::{VlessAccept, VlessServer, VlessUser, accept};
     use std::future::poll_fn;
     use std::net::SocketAddr;
@@ -178,11 +177,7 @@ mod tests {
             server: Address::Ip(server),
             user: UserId::from_bytes(ID),
             flow: VlessFlow::None,
-            dialer: Arc::new(crate::stack::ServerDialer {
-                layers: crate::stack::OutboundLayers::build(&StreamPlan::default(), "127.0.0.1")
-                    .unwrap(),
-                via: None,
-            }),
+            dialer: Arc::new(skiff_transport::tcp::TcpDialer::default()),
         }
     }
 

@@ -16,7 +16,6 @@ use crate::outbound_shadowsocks::ShadowsocksOutbound;
 use crate::outbound_trojan::TrojanOutbound;
 use crate::outbound_vless::VlessOutbound;
 use crate::outbound_vmess::VmessOutbound;
-use crate::stack::{OutboundLayers, ServerDialer};
 use skiff_proto::blackhole::Blackhole;
 use skiff_proto::freedom::{Freedom, Resolve};
 use skiff_transport::kcp::client::KcpClient;
@@ -71,10 +70,7 @@ fn server_dialer(
     server: &str,
     via: Option<Arc<dyn Outbound>>,
 ) -> Result<Arc<dyn Dialer>, String> {
-    Ok(Arc::new(ServerDialer {
-        layers: OutboundLayers::build(&plan.stream, server)?,
-        via,
-    }))
+    crate::stream_settings::client_dialer(&plan.stream, server, via)
 }
 
 fn make(plan: &OutboundPlan, via: Option<Arc<dyn Outbound>>) -> Result<Arc<dyn Outbound>, String> {
@@ -87,8 +83,7 @@ fn make(plan: &OutboundPlan, via: Option<Arc<dyn Outbound>>) -> Result<Arc<dyn O
                 FreedomDomainStrategy::UseIpv6 => Resolve::V6,
             },
             redirect: f.redirect.clone(),
-            via,
-            tcp_tuning: crate::stack::tcp_tuning(&plan.stream),
+            dialer: crate::stream_settings::direct_dialer(&plan.stream, via),
         }),
         OutboundProtocol::Blackhole(b) => Arc::new(Blackhole {
             http_response: b.response == skiff_config::BlackholeResponse::Http,

@@ -204,6 +204,8 @@ pub enum StreamNetwork {
     Tcp,
     /// `ws` / `websocket`.
     Ws(WsPlan),
+    /// `httpupgrade`: an HTTP/1.1 upgrade, then the raw stream (`httpupgradeSettings`).
+    HttpUpgrade(HttpUpgradePlan),
     /// `kcp` / `mkcp`: V2Ray's mKCP over UDP (`kcpSettings`).
     Mkcp(skiff_kcp::mkcp::MkcpConfig),
     /// `kcptun`: kcptun's KCP + smux over UDP (`kcptunSettings`), one smux stream per
@@ -237,6 +239,18 @@ pub struct WsPlan {
     pub headers: Vec<(String, String)>,
     /// `acceptProxyProtocol`, default false (inbounds only).
     pub accept_proxy_protocol: bool,
+}
+
+/// `httpupgradeSettings`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpUpgradePlan {
+    /// `path` as Xray normalises it ("" ⇒ "/", a leading "/" added), `?ed=N` still in it.
+    pub path: String,
+    /// `host`: what an outbound sends (default: the TLS server name, else the server
+    /// address) and, when set, what an inbound requires.
+    pub host: Option<String>,
+    /// `headers` in config order (never `Host`: Xray refuses it here).
+    pub headers: Vec<(String, String)>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -398,6 +398,16 @@ fn stream(plan: &StreamPlan) -> Vec<String> {
         }
         notes.push(s);
     }
+    if let StreamNetwork::HttpUpgrade(h) = &plan.network {
+        let mut s = format!("over HTTPUpgrade path {}", h.path);
+        if let Some(host) = &h.host {
+            s.push_str(&format!(" host {host}"));
+        }
+        if !h.headers.is_empty() {
+            s.push_str(&format!(" +{} header(s)", h.headers.len()));
+        }
+        notes.push(s);
+    }
     if let StreamSecurity::Tls(tls) = &plan.security {
         let mut parts = Vec::new();
         if let Some(sni) = &tls.server_name {

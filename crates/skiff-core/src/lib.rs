@@ -1,7 +1,8 @@
 //! Skiff's shared vocabulary: addresses, session metadata, stream and datagram abstractions,
-//! the inbound/outbound traits, byte counters and the relay (copy and splice).
+//! the inbound/outbound traits, the dialer and layer traits, byte counters and the relay (copy and splice).
 
 pub mod address;
+pub mod buffers;
 pub mod net;
 
 pub use address::Address;
@@ -9,6 +10,7 @@ pub use net::{Cidr, Network, Networks, PortRange};
 pub mod counted;
 pub mod datagram;
 pub mod handshake;
+pub mod layer;
 pub mod metadata;
 pub mod stream;
 
@@ -16,6 +18,7 @@ pub use counted::Counted;
 pub use handshake::{
     Accepted, BoxFuture, ConnectOutcome, Connector, Inbound, InboundContext, Reply,
 };
+pub use layer::{ClientLayer, LayerSession, ServerLayer};
 pub use metadata::Metadata;
 pub use stream::{BoxStream, DirectSwitch, Prefixed, ProxyStream};
 pub mod relay;
@@ -28,4 +31,4 @@ pub use relay::{RelayCounters, RelayEnd, RelayOutcome, RelayPolicy, relay};
 pub use stats::{Counter, DirectionCounters, Stats};
 pub mod outbound;
 
-pub use outbound::{BoxPacketConn, Dialer, Outbound, PacketConn};
+pub use outbound::{BoxPacketConn, Dialer, Outbound, OutboundDialer, PacketConn};

@@ -58,4 +58,36 @@ pub trait Dialer: Send + Sync {
         &'a self,
         meta: &'a Metadata,
     ) -> BoxFuture<'a, io::Result<Option<BoxPacketConn>>>;
+
+    /// True when connections go through another outbound, which resolves names at its far
+    /// end: a caller that resolves names itself (freedom's `domainStrategy`) then passes the
+    /// name on instead of resolving here.
+    fn is_chained(&self) -> bool {
+        false
+    }
+}
+
+/// An outbound used as a dialer (`proxySettings.tag`): streams to the server are opened
+/// through it, and a protocol's own datagrams go through its packet conversation.
+pub struct OutboundDialer(pub std::sync::Arc<dyn Outbound>);
+
+impl Dialer for OutboundDialer {
+    fn dial<'a>(
+        &'a self,
+        server: &'a Address,
+        meta: &'a Metadata,
+    ) -> BoxFuture<'a, io::Result<BoxStream>> {
+        self.0.connect(meta, server)
+    }
+
+    fn bind_via<'a>(
+        &'a self,
+        meta: &'a Metadata,
+    ) -> BoxFuture<'a, io::Result<Option<BoxPacketConn>>> {
+        Box::pin(async move { self.0.bind(meta).await.map(Some) })
+    }
+
+    fn is_chained(&self) -> bool {
+        true
+    }
 }

@@ -1,15 +1,16 @@
-//! The `freedom` outbound: connect directly (or through a chained outbound) to the
-//! destination, resolving domains the way its `domainStrategy` says.
+//! The `freedom` outbound: connect to the destination through its dialer (the plain TCP
+//! dial, or a chained outbound), resolving domains the way its `domainStrategy` says.
 
 use std::io;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use skiff_core::tcp_tuning::TcpTuning;
-use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Metadata, Outbound, PacketConn};
+use skiff_core::{
+    Address, BoxFuture, BoxPacketConn, BoxStream, Dialer, Metadata, Outbound, PacketConn,
+};
 use tokio::io::ReadBuf;
-use tokio::net::{TcpStream, UdpSocket};
+use tokio::net::UdpSocket;
 
 /// Which addresses of a domain freedom may use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,68 +28,66 @@ pub struct Freedom {
     /// Send every connection here instead; port 0 keeps the original port, an empty host
     /// keeps the original host.
     pub redirect: Option<(String, u16)>,
-    /// Chained outbound (`proxySettings.tag`): dial through it instead of directly.
-    pub via: Option<Arc<dyn Outbound>>,
-    /// No delay and the congestion control for dialed connections (`sockopt`).
-    pub tcp_tuning: TcpTuning,
+    /// How streams leave: the plain TCP dial (tuned as `sockopt` says), or the chained
+    /// outbound (`proxySettings.tag`), which gets the name unresolved.
+    pub dialer: Arc<dyn Dialer>,
+}
+
+/// Where a connection to `destination` goes under `redirect`.
+fn redirected(redirect: &Option<(String, u16)>, destination: &Address) -> Address {
+    match redirect {
+        None => destination.clone(),
+        Some((host, port)) => {
+            let port = if *port == 0 {
+                destination.port()
+            } else {
+                *port
+            };
+            if host.is_empty() {
+                destination.with_port(port)
+            } else {
+                Address::from_host(host, port)
+            }
+        }
+    }
+}
+
+/// The addresses of `target` that `resolve` allows.
+async fn addresses(resolve: Resolve, target: &Address) -> io::Result<Vec<SocketAddr>> {
+    match target {
+        Address::Ip(sa) => Ok(vec![*sa]),
+        Address::Domain(name, port) => {
+            let all: Vec<SocketAddr> = tokio::net::lookup_host((name.as_str(), *port))
+                .await?
+                .collect();
+            let wanted: Vec<SocketAddr> = all
+                .into_iter()
+                .filter(|sa| match resolve {
+                    Resolve::AsIs | Resolve::Any => true,
+                    Resolve::V4 => sa.is_ipv4(),
+                    Resolve::V6 => sa.is_ipv6(),
+                })
+                .collect();
+            if wanted.is_empty() {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("{name} has no address of the wanted family"),
+                ));
+            }
+            Ok(wanted)
+        }
+    }
 }
 
 impl Freedom {
-    fn target(&self, destination: &Address) -> Address {
-        match &self.redirect {
-            None => destination.clone(),
-            Some((host, port)) => {
-                let port = if *port == 0 {
-                    destination.port()
-                } else {
-                    *port
-                };
-                if host.is_empty() {
-                    destination.with_port(port)
-                } else {
-                    Address::from_host(host, port)
-                }
-            }
-        }
-    }
-
-    async fn resolve(&self, target: &Address) -> io::Result<Vec<SocketAddr>> {
-        match target {
-            Address::Ip(sa) => Ok(vec![*sa]),
-            Address::Domain(name, port) => {
-                let all: Vec<SocketAddr> = tokio::net::lookup_host((name.as_str(), *port))
-                    .await?
-                    .collect();
-                let wanted: Vec<SocketAddr> = all
-                    .into_iter()
-                    .filter(|sa| match self.resolve {
-                        Resolve::AsIs | Resolve::Any => true,
-                        Resolve::V4 => sa.is_ipv4(),
-                        Resolve::V6 => sa.is_ipv6(),
-                    })
-                    .collect();
-                if wanted.is_empty() {
-                    return Err(io::Error::new(
-                        io::ErrorKind::NotFound,
-                        format!("{name} has no address of the wanted family"),
-                    ));
-                }
-                Ok(wanted)
-            }
-        }
-    }
-
     async fn dial(&self, meta: &Metadata, target: &Address) -> io::Result<BoxStream> {
-        if let Some(via) = &self.via {
-            return via.connect(meta, target).await;
+        if self.dialer.is_chained() {
+            return self.dialer.dial(target, meta).await;
         }
         let mut last_error = None;
-        for addr in self.resolve(target).await? {
-            match TcpStream::connect(addr).await {
-                Ok(stream) => {
-                    self.tcp_tuning.apply(&stream)?;
-                    return Ok(Box::new(stream));
-                }
+        for addr in addresses(self.resolve, target).await? {
+            match self.dialer.dial(&Address::Ip(addr), meta).await {
+                Ok(stream) => return Ok(stream),
                 Err(e) => last_error = Some(e),
             }
         }
@@ -103,7 +102,7 @@ impl Outbound for Freedom {
         destination: &'a Address,
     ) -> BoxFuture<'a, io::Result<BoxStream>> {
         Box::pin(async move {
-            let target = self.target(destination);
+            let target = redirected(&self.redirect, destination);
             self.dial(meta, &target).await
         })
     }
@@ -165,17 +164,11 @@ impl PacketConn for DirectPackets {
         destination: &'a Address,
     ) -> BoxFuture<'a, io::Result<()>> {
         Box::pin(async move {
-            let freedom = Freedom {
-                resolve: self.resolve,
-                redirect: self.redirect.clone(),
-                via: None,
-                tcp_tuning: TcpTuning::default(),
-            };
-            let target = freedom.target(destination);
+            let target = redirected(&self.redirect, destination);
             let addr = match &target {
                 Address::Ip(sa) => *sa,
                 domain => {
-                    let all = freedom.resolve(domain).await?;
+                    let all = addresses(self.resolve, domain).await?;
                     let v4_only = matches!(self.socket.local_addr(), Ok(SocketAddr::V4(_)));
                     all.into_iter()
                         .find(|sa| !v4_only || sa.is_ipv4())

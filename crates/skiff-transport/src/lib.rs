@@ -1,10 +1,17 @@
-//! The transports under a protocol: sans-IO codecs (bytes in, values or bytes out) and the
-//! async streams built on them, which is where this crate meets sockets.
+//! Every transport under a protocol, as [`skiff_core::Dialer`]s (a base connection to the
+//! server) and [`skiff_core::ClientLayer`]/[`skiff_core::ServerLayer`]s (what runs over it):
+//! the wire formats as sans-IO codecs (bytes in, values or bytes out), and the async code
+//! around them, sockets and timers included. The runtime option types are this crate's own;
+//! skiff-app translates the config into them.
 //!
+//! * [`tcp`]: the plain TCP dial (tuned), and resolving a server for the UDP transports.
+//! * [`stack`]: one inbound's or outbound's base and layers in order (`ServerStack`,
+//!   `LayeredDialer`); it knows no transport by name.
 //! * [`ws`]: WebSocket (RFC 6455) as Xray / v2ray use it — frame header codec, fast masking,
 //!   a streaming frame decoder, the HTTP/1.1 upgrade handshake (both sides), the
 //!   `Sec-WebSocket-Protocol` / `?ed=N` / path-suffix early-data conventions, what a listener
 //!   answers to a request it does not upgrade, and the async accept/connect and frame stream.
+//! * [`httpupgrade`]: Xray's HTTPUpgrade: one HTTP/1.1 upgrade exchange, then the raw stream.
 //! * [`tls`]: TLS over rustls, then (TLS 1.3) our own record layer, which keeps every byte
 //!   read so XTLS Vision can leave it one direction at a time; a bounded ClientHello peek
 //!   (SNI, ALPN, versions) for fallbacks.
@@ -13,14 +20,14 @@
 //!   stream a [`skiff_core::BoxStream`]; [`udp_sessions`] caps what their listeners hold.
 //! * [`base64`]: the two base64 alphabets the handshake needs.
 //! * [`fuzz`]: entry points for fuzzers (never panic on any input).
-//!
-//! The TCP dial and the layer stack still live in skiff-app (docs/architecture.md says what
-//! is where).
 
 pub mod base64;
 pub mod fuzz;
+pub mod httpupgrade;
 pub mod kcp;
 pub mod mkcp;
+pub mod stack;
+pub mod tcp;
 pub mod tls;
 pub mod udp_sessions;
 pub mod ws;

@@ -7,9 +7,10 @@ use serde_json::{Map, Value};
 use super::{error_count, lower, tls};
 use crate::decode::decode;
 use crate::diag::Diagnostic;
-use crate::plan::{StreamNetwork, StreamPlan, StreamSecurity, WsPlan};
+use crate::plan::{HttpUpgradePlan, StreamNetwork, StreamPlan, StreamSecurity, WsPlan};
 use crate::raw::bounds::{
-    RawKcpSettings, RawStream, RawTcpSettings, RawTlsSettings, RawWsSettings,
+    RawHttpUpgradeSettings, RawKcpSettings, RawStream, RawTcpSettings, RawTlsSettings,
+    RawWsSettings,
 };
 use crate::raw::settings::KcptunStreamSettings;
 use crate::raw::values::{Int, out_of_range};
@@ -19,7 +20,6 @@ use skiff_kcp::mkcp::{HeaderKind, MkcpConfig};
 const UNSUPPORTED_NETWORKS: &[&str] = &[
     "grpc",
     "gun",
-    "httpupgrade",
     "xhttp",
     "splithttp",
     "h2",
@@ -62,6 +62,18 @@ pub fn build_stream(
                 .and_then(|ws| ws_plan(ws, &wloc, side, diags))
                 .map_or(StreamNetwork::Tcp, StreamNetwork::Ws)
         }
+        Some("httpupgrade") => {
+            let hloc = loc.key("httpupgradeSettings");
+            let empty = Value::Object(Map::new());
+            let value = raw
+                .httpupgrade_settings
+                .as_ref()
+                .filter(|v| !v.is_null())
+                .unwrap_or(&empty);
+            decode::<RawHttpUpgradeSettings>(value, &hloc, diags)
+                .and_then(|h| httpupgrade_plan(h, &hloc, side, diags))
+                .map_or(StreamNetwork::Tcp, StreamNetwork::HttpUpgrade)
+        }
         Some("kcp" | "mkcp") => {
             let kloc = loc.key("kcpSettings");
             let empty = Value::Object(Map::new());
@@ -90,7 +102,7 @@ pub fn build_stream(
         }
         Some(n) if UNSUPPORTED_NETWORKS.contains(&n) => {
             diags.push(loc.key("network").error(format!(
-                "transport `{n}` is not supported by this version of skiff yet (only raw TCP, WebSocket, mKCP and kcptun)"
+                "transport `{n}` is not supported by this version of skiff yet (only raw TCP, WebSocket, HTTPUpgrade, mKCP and kcptun)"
             )));
             StreamNetwork::Tcp
         }
@@ -227,6 +239,86 @@ fn ws_plan(
         host,
         headers,
         accept_proxy_protocol,
+    })
+}
+
+/// `httpupgradeSettings`, as Xray reads them (infra/conf `HttpUpgradeConfig`): the path is
+/// normalised rather than refused, and a `host` header is an error (`host` is its own key).
+fn httpupgrade_plan(
+    h: RawHttpUpgradeSettings,
+    loc: &Loc,
+    side: Side,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<HttpUpgradePlan> {
+    let before = error_count(diags);
+    let path = match h.path.as_deref() {
+        None | Some("") => "/".to_owned(),
+        Some(p) if p.starts_with('/') => p.to_owned(),
+        Some(p) => format!("/{p}"),
+    };
+    if path
+        .bytes()
+        .any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
+    {
+        diags.push(loc.key("path").error(format!(
+            "HTTPUpgrade path `{path}` must not contain spaces or control characters"
+        )));
+    }
+    let host = h
+        .host
+        .filter(|h| !h.trim().is_empty())
+        .map(|h| h.trim().to_owned());
+    let mut headers = Vec::new();
+    for (name, value) in h.headers.iter().flatten() {
+        let Some(value) = value.as_str() else {
+            diags.push(loc.key("headers").key(name).error(format!(
+                "invalid type: {}, expected a string",
+                crate::raw::kind(value)
+            )));
+            continue;
+        };
+        if name.eq_ignore_ascii_case("host") {
+            diags.push(
+                loc.key("headers")
+                    .key(name)
+                    .error("\"headers\" can't contain \"host\" (use the `host` key, as in Xray)"),
+            );
+            continue;
+        }
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+            diags.push(
+                loc.key("headers")
+                    .key(name)
+                    .error(format!("`{name}` is not a valid HTTP header name")),
+            );
+            continue;
+        }
+        if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+            diags.push(
+                loc.key("headers")
+                    .key(name)
+                    .error("a header value must not contain CR, LF or NUL"),
+            );
+            continue;
+        }
+        headers.push((name.clone(), value.to_owned()));
+    }
+    if h.accept_proxy_protocol == Some(true) {
+        match side {
+            Side::Outbound => diags.push(
+                loc.key("acceptProxyProtocol")
+                    .warning("acceptProxyProtocol only applies to inbounds and is ignored here"),
+            ),
+            Side::Inbound => diags.push(
+                loc.key("acceptProxyProtocol")
+                    .error("acceptProxyProtocol is not supported by this version of skiff yet"),
+            ),
+        }
+    }
+    (error_count(diags) == before).then_some(HttpUpgradePlan {
+        path,
+        host,
+        headers,
     })
 }
 

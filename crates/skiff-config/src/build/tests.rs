@@ -405,7 +405,6 @@ fn stream_settings() {
     ok(&with_stream(r#"{"network": "kcp"}"#));
     for net in [
         "grpc",
-        "httpupgrade",
         "xhttp",
         "splithttp",
         "h2",

@@ -514,6 +514,66 @@ fn websocket_settings() {
 }
 
 #[test]
+fn httpupgrade_settings() {
+    let plan = ok(&socks_stream(r#"{"network": "httpupgrade"}"#));
+    let StreamNetwork::HttpUpgrade(h) = &plan.inbounds[0].stream.network else {
+        panic!()
+    };
+    assert_eq!((h.path.as_str(), h.host.as_deref()), ("/", None));
+
+    // As Xray: a missing leading "/" is added; `?ed=N` stays for the transport to read.
+    let plan = ok(&out_stream(
+        r#"{"network": "httpupgrade", "httpupgradeSettings": {"path": "up?ed=2048", "host": " h.example ", "headers": {"X-A": "1"}}}"#,
+    ));
+    let StreamNetwork::HttpUpgrade(h) = &plan.outbounds[0].stream.network else {
+        panic!()
+    };
+    assert_eq!(h.path, "/up?ed=2048");
+    assert_eq!(h.host.as_deref(), Some("h.example"));
+    assert_eq!(h.headers, [("X-A".to_owned(), "1".to_owned())]);
+
+    let h = "inbounds[0].streamSettings.httpupgradeSettings";
+    has_error(
+        &socks_stream(
+            r#"{"network": "httpupgrade", "httpupgradeSettings": {"headers": {"Host": "x"}}}"#,
+        ),
+        &format!("{h}.headers.Host"),
+        "can't contain \"host\"",
+    );
+    has_error(
+        &socks_stream(
+            r#"{"network": "httpupgrade", "httpupgradeSettings": {"headers": {"X": 1}}}"#,
+        ),
+        &format!("{h}.headers.X"),
+        "expected a string",
+    );
+    has_error(
+        &socks_stream(r#"{"network": "httpupgrade", "httpupgradeSettings": {"path": 5}}"#),
+        &format!("{h}.path"),
+        "expected a string",
+    );
+    has_error(
+        &socks_stream(
+            r#"{"network": "httpupgrade", "httpupgradeSettings": {"acceptProxyProtocol": true}}"#,
+        ),
+        &format!("{h}.acceptProxyProtocol"),
+        "not supported",
+    );
+    warned(
+        &out_stream(
+            r#"{"network": "httpupgrade", "httpupgradeSettings": {"acceptProxyProtocol": true}}"#,
+        ),
+        "outbounds[0].streamSettings.httpupgradeSettings.acceptProxyProtocol",
+        "only applies to inbounds",
+    );
+    // An unused httpupgradeSettings is ignored, as in Xray.
+    let plan = ok(&socks_stream(
+        r#"{"network": "tcp", "httpupgradeSettings": {"path": 5}}"#,
+    ));
+    assert_eq!(plan.inbounds[0].stream.network, StreamNetwork::Tcp);
+}
+
+#[test]
 fn tls_settings_inline_and_options() {
     let stream = format!(
         r#"{{"security": "tls", "tlsSettings": {{

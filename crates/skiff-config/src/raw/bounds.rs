@@ -137,10 +137,7 @@ pub struct RawStream {
         reason = "an accepted Xray key: declared so it is not reported as unknown"
     )]
     pub grpc_settings: Option<Value>,
-    #[allow(
-        dead_code,
-        reason = "an accepted Xray key: declared so it is not reported as unknown"
-    )]
+    /// Decoded only when `network` is "httpupgrade".
     pub httpupgrade_settings: Option<Value>,
     #[allow(
         dead_code,
@@ -224,6 +221,16 @@ pub struct RawWsSettings {
     pub headers: Option<Map<String, Value>>,
     pub accept_proxy_protocol: Option<bool>,
     pub heartbeat_period: Option<Int>,
+}
+
+/// `httpupgradeSettings`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawHttpUpgradeSettings {
+    pub path: Option<String>,
+    pub host: Option<String>,
+    pub headers: Option<Map<String, Value>>,
+    pub accept_proxy_protocol: Option<bool>,
 }
 
 /// `tlsSettings`. Keys skiff does not implement are declared as raw values so they get a

@@ -6,12 +6,14 @@
 //! * [`stream`]: a smux stream as AsyncRead/AsyncWrite with backpressure; a FIN either way
 //!   ends both directions as in kcptun, unless the session keeps half-close (Skiff-only network).
 //! * [`client`]: sessions to a kcptun server, one connected UDP socket and random conv each.
+//! * [`dial`]: kcptun as a base [`skiff_core::Dialer`], one client per outbound.
 //! * [`server`]: one UDP socket, peers demultiplexed by source address.
 //!
 //! [`BoxStream`]: skiff_core::BoxStream
 
 pub mod client;
 pub mod conn;
+pub mod dial;
 pub mod server;
 pub mod stream;
 

@@ -73,3 +73,23 @@ impl MkcpDialer {
         Ok(MkcpStream::new(conn))
     }
 }
+
+impl skiff_core::Dialer for MkcpDialer {
+    fn dial<'a>(
+        &'a self,
+        server: &'a skiff_core::Address,
+        _meta: &'a skiff_core::Metadata,
+    ) -> skiff_core::BoxFuture<'a, io::Result<skiff_core::BoxStream>> {
+        Box::pin(async move {
+            let addr = crate::tcp::resolve_first(server).await?;
+            Ok(Box::new(self.connect(addr).await?) as skiff_core::BoxStream)
+        })
+    }
+
+    fn bind_via<'a>(
+        &'a self,
+        _meta: &'a skiff_core::Metadata,
+    ) -> skiff_core::BoxFuture<'a, io::Result<Option<skiff_core::BoxPacketConn>>> {
+        Box::pin(async { Ok(None) })
+    }
+}

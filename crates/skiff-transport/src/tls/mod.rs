@@ -5,6 +5,7 @@
 
 pub mod client;
 pub mod client_hello;
+mod layer;
 mod read_ahead;
 mod records;
 pub mod server;

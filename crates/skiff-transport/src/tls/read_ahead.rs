@@ -13,18 +13,16 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
+use skiff_core::buffers::{READ_WINDOW, ReadBuffer};
 use skiff_core::{BoxStream, ProxyStream};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-const READ_AHEAD: usize = 64 * 1024;
 const RECORD_HEADER_LEN: usize = 5;
 
 pub(crate) struct ReadAhead {
     inner: BoxStream,
-    /// `buf[start..end]` holds bytes read but not yet handed out.
-    buf: Vec<u8>,
-    start: usize,
-    end: usize,
+    /// Bytes read but not yet handed out.
+    buf: ReadBuffer,
     /// Bytes of the current record not yet handed out; 0 at a record boundary.
     record_left: usize,
 }
@@ -33,9 +31,7 @@ impl ReadAhead {
     pub(crate) fn new(inner: BoxStream) -> ReadAhead {
         ReadAhead {
             inner,
-            buf: Vec::new(),
-            start: 0,
-            end: 0,
+            buf: ReadBuffer::new(),
             record_left: 0,
         }
     }
@@ -47,7 +43,7 @@ impl ReadAhead {
 
     /// Whether bytes are waiting in the read-ahead buffer.
     pub(crate) fn has_buffered(&self) -> bool {
-        self.start < self.end
+        !self.buf.is_empty()
     }
 
     /// Everything handed out so far ended at a record boundary.
@@ -56,39 +52,9 @@ impl ReadAhead {
     }
 
     /// The stream underneath and the bytes read from it but not handed out.
-    pub(crate) fn into_parts(self) -> (BoxStream, Vec<u8>) {
-        let rest = self.buf[self.start..self.end].to_vec();
+    pub(crate) fn into_parts(mut self) -> (BoxStream, Vec<u8>) {
+        let rest = self.buf.take();
         (self.inner, rest)
-    }
-
-    fn release_if_empty(&mut self) {
-        if self.start == self.end {
-            self.buf = Vec::new();
-            self.start = 0;
-            self.end = 0;
-        }
-    }
-
-    /// Reads more from the socket, keeping what is buffered (moved to the front).
-    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
-        if self.start > 0 {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        }
-        if self.buf.len() < READ_AHEAD {
-            self.buf.resize(READ_AHEAD, 0);
-        }
-        let mut read_buf = ReadBuf::new(&mut self.buf[self.end..]);
-        let polled = Pin::new(&mut self.inner).poll_read(cx, &mut read_buf);
-        let n = read_buf.filled().len();
-        if polled.is_pending() && self.end == 0 {
-            // Nothing held: give the buffer back while the connection is quiet.
-            self.buf = Vec::new();
-        }
-        ready!(polled)?;
-        self.end += n;
-        Poll::Ready(Ok(n))
     }
 }
 
@@ -103,28 +69,28 @@ impl AsyncRead for ReadAhead {
             return Poll::Ready(Ok(()));
         }
         loop {
-            let held = this.end - this.start;
-            if this.record_left == 0 && held >= RECORD_HEADER_LEN {
-                let h = &this.buf[this.start..this.start + RECORD_HEADER_LEN];
-                let len = usize::from(u16::from_be_bytes([h[3], h[4]]));
+            let held = this.buf.held();
+            if this.record_left == 0 && held.len() >= RECORD_HEADER_LEN {
+                let len = usize::from(u16::from_be_bytes([held[3], held[4]]));
                 this.record_left = RECORD_HEADER_LEN + len;
             }
-            if this.record_left > 0 && held > 0 {
-                let take = held.min(this.record_left).min(out.remaining());
-                out.put_slice(&this.buf[this.start..this.start + take]);
-                this.start += take;
+            if this.record_left > 0 && !held.is_empty() {
+                let take = held.len().min(this.record_left).min(out.remaining());
+                out.put_slice(&held[..take]);
+                this.buf.consume(take);
                 this.record_left -= take;
-                this.release_if_empty();
+                this.buf.release_if_empty();
                 return Poll::Ready(Ok(()));
             }
             // Nothing held, or only part of a record header: read more.
-            if ready!(this.poll_fill(cx))? == 0 {
+            if ready!(this.buf.poll_fill(&mut this.inner, cx, READ_WINDOW))? == 0 {
                 // The peer ended the stream: hand on a partial header (rustls reports the
                 // truncation), or the end itself.
-                let take = held.min(out.remaining());
-                out.put_slice(&this.buf[this.start..this.start + take]);
-                this.start += take;
-                this.release_if_empty();
+                let held = this.buf.held();
+                let take = held.len().min(out.remaining());
+                out.put_slice(&held[..take]);
+                this.buf.consume(take);
+                this.buf.release_if_empty();
                 return Poll::Ready(Ok(()));
             }
         }

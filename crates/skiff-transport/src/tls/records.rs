@@ -23,6 +23,8 @@ use skiff_core::{BoxStream, DirectSwitch, ProxyStream};
 use skiff_crypto::{AeadKey, AeadKind, TAG_LEN};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use skiff_core::buffers::{KEEP_WRITE, READ_WINDOW, ReadBuffer, WriteBuffer};
+
 use super::read_ahead::ReadAhead;
 use super::stream::TlsProxyStream;
 
@@ -31,11 +33,8 @@ const HEADER_LEN: usize = 5;
 const MAX_FRAGMENT: usize = 16 * 1024;
 /// Largest ciphertext a peer may send (RFC 8446 §5.2).
 const MAX_CIPHERTEXT: usize = MAX_FRAGMENT + 256;
-const READ_BUF_LEN: usize = 64 * 1024;
 /// Records sealed per write call: up to 64 KiB of plaintext goes out in one syscall.
 const RECORDS_PER_WRITE: usize = 4;
-/// A drained write buffer bigger than this is freed rather than kept.
-const KEEP_WRITE_BUF: usize = 4 * 1024;
 
 const CONTENT_ALERT: u8 = 21;
 const CONTENT_HANDSHAKE: u8 = 22;
@@ -92,16 +91,14 @@ pub(crate) struct RecordStream {
     inner: BoxStream,
     rx: DirectionKey,
     tx: DirectionKey,
-    /// Ciphertext read ahead: `rbuf[rstart..rend]` is not yet decrypted.
-    rbuf: Vec<u8>,
-    rstart: usize,
-    rend: usize,
-    /// Decrypted application data waiting for the reader: `rbuf[plain.0..plain.1]`.
+    /// Ciphertext read ahead (held), decrypted in place: records already opened stay in its
+    /// storage until the next fill.
+    rbuf: ReadBuffer,
+    /// Decrypted application data waiting for the reader: `rbuf.storage()[plain.0..plain.1]`.
     plain: (usize, usize),
     read_eof: bool,
-    /// Sealed records not yet written: `wbuf[wpos..]`.
-    wbuf: Vec<u8>,
-    wpos: usize,
+    /// Sealed records not yet written.
+    wbuf: WriteBuffer,
     close_notify_sent: bool,
     /// XTLS Vision switched the read side to the bare socket: no more records come in.
     read_raw: bool,
@@ -123,21 +120,19 @@ impl RecordStream {
         rx: (u64, ConnectionTrafficSecrets),
     ) -> io::Result<RecordStream> {
         // Already-decrypted data goes in front of the leftover ciphertext.
-        let mut rbuf = plaintext;
-        let plain = (0, rbuf.len());
-        rbuf.extend_from_slice(&leftover);
-        let rend = rbuf.len();
+        let plain = (0, plaintext.len());
+        let mut bytes = plaintext;
+        bytes.extend_from_slice(&leftover);
+        let mut rbuf = ReadBuffer::holding(bytes);
+        rbuf.consume(plain.1);
         Ok(RecordStream {
             inner,
             rx: DirectionKey::new(rx)?,
             tx: DirectionKey::new(tx)?,
             rbuf,
-            rstart: plain.1,
-            rend,
             plain,
             read_eof: peer_closed,
-            wbuf: Vec::new(),
-            wpos: 0,
+            wbuf: WriteBuffer::new(KEEP_WRITE),
             close_notify_sent: false,
             reset: false,
             read_raw: false,
@@ -145,9 +140,9 @@ impl RecordStream {
         })
     }
 
-    /// Length of the whole record at `rbuf[rstart..]` if it is all buffered.
+    /// Length of the whole record at the start of what `rbuf` holds, if it is all there.
     fn complete_record(&self) -> io::Result<Option<usize>> {
-        let held = &self.rbuf[self.rstart..self.rend];
+        let held = self.rbuf.held();
         if held.len() < HEADER_LEN {
             return Ok(None);
         }
@@ -163,11 +158,11 @@ impl RecordStream {
 
     /// Opens the buffered record of `total` bytes in place and acts on its content.
     fn open_record(&mut self, total: usize) -> io::Result<()> {
-        let start = self.rstart;
+        let start = self.rbuf.start();
         let mut header = [0u8; HEADER_LEN];
-        header.copy_from_slice(&self.rbuf[start..start + HEADER_LEN]);
+        header.copy_from_slice(&self.rbuf.held()[..HEADER_LEN]);
         let nonce = self.rx.next_nonce();
-        let body = &mut self.rbuf[start + HEADER_LEN..start + total];
+        let body = &mut self.rbuf.held_mut()[HEADER_LEN..total];
         let opened = self
             .rx
             .key
@@ -180,11 +175,11 @@ impl RecordStream {
         let content_type = opened[type_at];
         let data_start = start + HEADER_LEN;
         let data_end = data_start + type_at;
-        self.rstart = start + total;
+        self.rbuf.consume(total);
         match content_type {
             CONTENT_APPLICATION_DATA => self.plain = (data_start, data_end),
             CONTENT_ALERT => {
-                let alert = &self.rbuf[data_start..data_end];
+                let alert = &self.rbuf.storage()[data_start..data_end];
                 if alert.len() == 2 && alert[1] == 0 {
                     // close_notify: the peer's write side has ended.
                     self.read_eof = true;
@@ -206,7 +201,7 @@ impl RecordStream {
     /// Post-handshake handshake messages: tickets are skipped, anything else ends the
     /// connection (see the module documentation).
     fn check_post_handshake(&self, start: usize, end: usize) -> io::Result<()> {
-        let mut msgs = &self.rbuf[start..end];
+        let mut msgs = &self.rbuf.storage()[start..end];
         while !msgs.is_empty() {
             if msgs.len() < 4 {
                 return Err(invalid("fragmented post-handshake message"));
@@ -225,62 +220,27 @@ impl RecordStream {
         Ok(())
     }
 
-    /// Reads more ciphertext; Ok(0) at end of stream.
-    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
-        if self.rstart > 0 {
-            self.rbuf.copy_within(self.rstart..self.rend, 0);
-            self.rend -= self.rstart;
-            self.rstart = 0;
-        }
-        if self.rbuf.len() < READ_BUF_LEN {
-            self.rbuf.resize(READ_BUF_LEN, 0);
-        }
-        let mut read_buf = ReadBuf::new(&mut self.rbuf[self.rend..]);
-        let polled = Pin::new(&mut self.inner).poll_read(cx, &mut read_buf);
-        let n = read_buf.filled().len();
-        if polled.is_pending() && self.rend == 0 {
-            // Nothing held: a quiet connection keeps no read buffer.
-            self.rbuf = Vec::new();
-        }
-        ready!(polled)?;
-        self.rend += n;
-        Poll::Ready(Ok(n))
-    }
-
     /// Seals `data` (at most a fragment) of `content_type` as one record into `wbuf`.
     fn seal_record(&mut self, content_type: u8, data: &[u8]) {
         let len = data.len() + 1 + TAG_LEN;
-        let start = self.wbuf.len();
-        self.wbuf.reserve(HEADER_LEN + len);
-        self.wbuf
-            .extend_from_slice(&[CONTENT_APPLICATION_DATA, 3, 3, (len >> 8) as u8, len as u8]);
-        self.wbuf.extend_from_slice(data);
-        self.wbuf.push(content_type);
-        self.wbuf.extend_from_slice(&[0; TAG_LEN]);
+        let out = self.wbuf.queue();
+        let start = out.len();
+        out.reserve(HEADER_LEN + len);
+        out.extend_from_slice(&[CONTENT_APPLICATION_DATA, 3, 3, (len >> 8) as u8, len as u8]);
+        out.extend_from_slice(data);
+        out.push(content_type);
+        out.extend_from_slice(&[0; TAG_LEN]);
         let mut header = [0u8; HEADER_LEN];
-        header.copy_from_slice(&self.wbuf[start..start + HEADER_LEN]);
+        header.copy_from_slice(&out[start..start + HEADER_LEN]);
         let nonce = self.tx.next_nonce();
         self.tx
             .key
-            .seal_in_place(&nonce, &header, &mut self.wbuf[start + HEADER_LEN..]);
+            .seal_in_place(&nonce, &header, &mut out[start + HEADER_LEN..]);
     }
 
     /// Writes out the sealed records.
     fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        while self.wpos < self.wbuf.len() {
-            let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &self.wbuf[self.wpos..]))?;
-            if n == 0 {
-                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
-            }
-            self.wpos += n;
-        }
-        if self.wbuf.capacity() > KEEP_WRITE_BUF {
-            self.wbuf = Vec::new();
-        } else {
-            self.wbuf.clear();
-        }
-        self.wpos = 0;
-        Poll::Ready(Ok(()))
+        self.wbuf.poll_drain(&mut self.inner, cx)
     }
 }
 
@@ -298,7 +258,7 @@ impl AsyncRead for RecordStream {
             let (a, b) = this.plain;
             if a < b {
                 let n = (b - a).min(out.remaining());
-                out.put_slice(&this.rbuf[a..a + n]);
+                out.put_slice(&this.rbuf.storage()[a..a + n]);
                 this.plain.0 += n;
                 return Poll::Ready(Ok(()));
             }
@@ -309,8 +269,8 @@ impl AsyncRead for RecordStream {
                 this.open_record(total)?;
                 continue;
             }
-            if ready!(this.poll_fill(cx))? == 0 {
-                if this.rstart < this.rend {
+            if ready!(this.rbuf.poll_fill(&mut this.inner, cx, READ_WINDOW))? == 0 {
+                if !this.rbuf.is_empty() {
                     return Poll::Ready(Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
                         "TLS: connection closed inside a record",
@@ -318,9 +278,7 @@ impl AsyncRead for RecordStream {
                 }
                 // Closed at a record boundary without close_notify: an end, as Go treats it.
                 this.read_eof = true;
-                this.rbuf = Vec::new();
-                this.rstart = 0;
-                this.rend = 0;
+                this.rbuf.release();
             }
         }
     }
@@ -376,7 +334,7 @@ impl AsyncWrite for RecordStream {
 impl ProxyStream for RecordStream {
     fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if self.read_raw {
-            return if self.plain.0 < self.plain.1 || self.rstart < self.rend {
+            return if self.plain.0 < self.plain.1 || !self.rbuf.is_empty() {
                 Poll::Ready(Ok(()))
             } else {
                 self.inner.poll_read_ready(cx)
@@ -399,7 +357,7 @@ impl ProxyStream for RecordStream {
     }
 
     fn raw_tcp_write(&self) -> Option<&tokio::net::TcpStream> {
-        if self.write_raw && self.wpos == self.wbuf.len() {
+        if self.write_raw && self.wbuf.is_drained() {
             self.inner.raw_tcp_write()
         } else {
             None
@@ -416,15 +374,11 @@ impl ProxyStream for RecordStream {
         // `plain` may point past a freed buffer once drained: only a non-empty range is read.
         let (a, b) = self.plain;
         if a < b {
-            residue.extend_from_slice(&self.rbuf[a..b]);
+            residue.extend_from_slice(&self.rbuf.storage()[a..b]);
         }
-        if self.rstart < self.rend {
-            residue.extend_from_slice(&self.rbuf[self.rstart..self.rend]);
-        }
+        residue.extend_from_slice(self.rbuf.held());
         self.plain = (0, 0);
-        self.rbuf = Vec::new();
-        self.rstart = 0;
-        self.rend = 0;
+        self.rbuf.release();
         let inner = self.inner.take_read_residue();
         match inner {
             Some(more) => residue.extend_from_slice(&more),
@@ -451,17 +405,16 @@ impl ProxyStream for RecordStream {
 /// purpose.
 impl Drop for RecordStream {
     fn drop(&mut self) {
-        if self.reset || self.close_notify_sent || self.write_raw || self.wpos != self.wbuf.len() {
+        if self.reset || self.close_notify_sent || self.write_raw || !self.wbuf.is_drained() {
             return;
         }
         if self.inner.raw_tcp_write().is_none() {
             return;
         }
         self.wbuf.clear();
-        self.wpos = 0;
         self.seal_record(CONTENT_ALERT, &[1, 0]);
         if let Some(socket) = self.inner.raw_tcp_write() {
-            let _ = socket.try_write(&self.wbuf);
+            let _ = socket.try_write(self.wbuf.pending());
         }
     }
 }
@@ -486,19 +439,16 @@ impl RecordStream {
         let (a, b) = self.plain;
         if a < b {
             let n = (b - a).min(out.remaining());
-            out.put_slice(&self.rbuf[a..a + n]);
+            out.put_slice(&self.rbuf.storage()[a..a + n]);
             self.plain.0 += n;
             return Poll::Ready(Ok(()));
         }
-        if self.rstart < self.rend {
-            let n = (self.rend - self.rstart).min(out.remaining());
-            out.put_slice(&self.rbuf[self.rstart..self.rstart + n]);
-            self.rstart += n;
-            if self.rstart == self.rend {
-                self.rbuf = Vec::new();
-                self.rstart = 0;
-                self.rend = 0;
-            }
+        if !self.rbuf.is_empty() {
+            let held = self.rbuf.held();
+            let n = held.len().min(out.remaining());
+            out.put_slice(&held[..n]);
+            self.rbuf.consume(n);
+            self.rbuf.release_if_empty();
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut self.inner).poll_read(cx, out)

@@ -12,6 +12,7 @@ mod error;
 pub mod frame;
 pub mod handshake;
 mod io;
+mod layer;
 pub mod mask;
 mod stream;
 

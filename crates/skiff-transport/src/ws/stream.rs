@@ -23,13 +23,12 @@ use super::frame::{MAX_CONTROL_PAYLOAD, MAX_HEADER_LEN, Opcode, close_payload, e
 use super::handshake::{ClientRequest, HandshakeError, build_request, parse_response};
 use super::mask::extend_masked;
 use crate::Parsed;
+use skiff_core::buffers::{KEEP_WRITE, WriteBuffer};
 
 /// Largest payload of a frame we send.
 pub const MAX_FRAME_PAYLOAD: usize = 64 * 1024;
 /// Size of the read buffer (allocated on the first read).
 const READ_BUF_LEN: usize = 64 * 1024;
-/// A drained write buffer bigger than this is freed rather than kept for the next frame.
-const KEEP_WRITE_BUF: usize = 4 * 1024;
 /// Frames at least this big have their payload read apart from the header, straight into the
 /// reader's buffer.
 const DIRECT_PAYLOAD_MIN: u64 = 16 * 1024;
@@ -148,9 +147,8 @@ pub struct WsStream {
     read_eof: bool,
     /// Close code the peer sent (echoed in our Close).
     peer_close: Option<u16>,
-    /// Encoded frames not yet written: `wbuf[wpos..]`.
-    wbuf: Vec<u8>,
-    wpos: usize,
+    /// Encoded frames not yet written.
+    wbuf: WriteBuffer,
     /// Latest unanswered ping payload.
     pong: Option<([u8; MAX_CONTROL_PAYLOAD], usize)>,
     close: CloseOut,
@@ -197,8 +195,7 @@ impl WsStream {
             data: (0, 0),
             read_eof: false,
             peer_close: None,
-            wbuf: Vec::new(),
-            wpos: 0,
+            wbuf: WriteBuffer::new(KEEP_WRITE),
             pong: None,
             close: CloseOut::None,
             write_blocked: false,
@@ -217,13 +214,10 @@ impl WsStream {
             Some(policy) => policy.split(first).0,
             None => &[][..],
         };
-        let mut out = std::mem::take(&mut self.wbuf);
-        out.clear();
-        self.wpos = 0;
-        match req.build(early, &mut out) {
+        self.wbuf.clear();
+        match req.build(early, self.wbuf.queue()) {
             Ok((accept, expect_echo)) => {
                 let taken = early.len();
-                self.wbuf = out;
                 self.phase = Phase::AwaitResponse {
                     accept,
                     expect_echo,
@@ -231,7 +225,10 @@ impl WsStream {
                 self.wake_parked();
                 Ok(taken)
             }
-            Err(e) => Err(self.fail(io_err(io::ErrorKind::InvalidInput, e))),
+            Err(e) => {
+                self.wbuf.clear();
+                Err(self.fail(io_err(io::ErrorKind::InvalidInput, e)))
+            }
         }
     }
 
@@ -345,11 +342,12 @@ impl WsStream {
             Role::Client => Some(self.keys.key()),
             Role::Server => None,
         };
-        self.wbuf.reserve(MAX_HEADER_LEN + payload.len());
-        encode_header(true, opcode, payload.len() as u64, mask, &mut self.wbuf);
+        let out = self.wbuf.queue();
+        out.reserve(MAX_HEADER_LEN + payload.len());
+        encode_header(true, opcode, payload.len() as u64, mask, out);
         match mask {
-            Some(k) => extend_masked(&mut self.wbuf, payload, k),
-            None => self.wbuf.extend_from_slice(payload),
+            Some(k) => extend_masked(out, payload, k),
+            None => out.extend_from_slice(payload),
         }
         Ok(())
     }
@@ -357,21 +355,8 @@ impl WsStream {
     /// Writes out the write buffer, then any pending pong / close.
     fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         loop {
-            if self.wpos < self.wbuf.len() {
-                let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &self.wbuf[self.wpos..]))?;
-                if n == 0 {
-                    return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
-                }
-                self.wpos += n;
-                continue;
-            }
-            if self.wbuf.capacity() > KEEP_WRITE_BUF {
-                // Everything is out: a quiet connection keeps no frame-sized buffer.
-                self.wbuf = Vec::new();
-            } else {
-                self.wbuf.clear();
-            }
-            self.wpos = 0;
+            // Everything goes out; a quiet connection then keeps no frame-sized buffer.
+            ready!(self.wbuf.poll_drain(&mut self.inner, cx))?;
             if !matches!(self.phase, Phase::Open) {
                 return Poll::Ready(Ok(()));
             }
@@ -580,13 +565,12 @@ impl WsStream {
         }
         if wrote < header.len() + payload.len() {
             self.wbuf.clear();
-            self.wpos = 0;
+            let out = self.wbuf.queue();
             if wrote < header.len() {
-                self.wbuf.extend_from_slice(&header[wrote..]);
-                self.wbuf.extend_from_slice(payload);
+                out.extend_from_slice(&header[wrote..]);
+                out.extend_from_slice(payload);
             } else {
-                self.wbuf
-                    .extend_from_slice(&payload[wrote - header.len()..]);
+                out.extend_from_slice(&payload[wrote - header.len()..]);
             }
             // The frame is committed; later calls finish writing it.
             if let Poll::Ready(Err(e)) = self.poll_drain_writer(cx) {

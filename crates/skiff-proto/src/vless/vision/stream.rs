@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
+use skiff_core::buffers::{KEEP_VISION_WRITE, ReadBuffer, VISION_READ_WINDOW, WriteBuffer};
 use skiff_core::{BoxStream, ProxyStream};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -25,11 +26,6 @@ use crate::vless::codec::{Parsed, parse_response_header};
 /// How many directions (in this process) left the outer TLS: for tests and diagnostics.
 pub static DIRECT_READS: AtomicU64 = AtomicU64::new(0);
 pub static DIRECT_WRITES: AtomicU64 = AtomicU64::new(0);
-
-/// Reads of padded data: at most one outer record's plaintext plus a frame header.
-const READ_BUF_LEN: usize = 16 * 1024 + 64;
-/// A write buffer that grew past this is freed once drained.
-const KEEP_WRITE_BUF: usize = 16 * 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Side {
@@ -65,9 +61,8 @@ pub struct VisionStream {
     // Read side.
     read_mode: Mode,
     unpadder: Unpadder,
-    rbuf: Vec<u8>,
-    rstart: usize,
-    rend: usize,
+    /// Padded bytes read from the outer TLS and not yet unpadded.
+    rbuf: ReadBuffer,
     read_eof: bool,
     /// Client: the VLESS response header is still to be stripped.
     response_pending: bool,
@@ -77,8 +72,7 @@ pub struct VisionStream {
     greeting: Option<Vec<u8>>,
     uuid_sent: bool,
     track: RecordTrack,
-    wbuf: Vec<u8>,
-    wpos: usize,
+    wbuf: WriteBuffer,
     /// The Direct frame is in `wbuf`: once it is handed on, writes bypass the outer TLS.
     direct_after_drain: bool,
 }
@@ -107,8 +101,6 @@ impl VisionStream {
                 "XTLS Vision needs TLS 1.3 directly under VLESS (no WebSocket, no TLS 1.2)",
             ));
         }
-        let mut rbuf = Vec::new();
-        rbuf.extend_from_slice(leftover);
         Ok(VisionStream {
             inner,
             uuid,
@@ -116,42 +108,35 @@ impl VisionStream {
             filter: TlsFilter::default(),
             read_mode: Mode::Padded,
             unpadder: Unpadder::new(uuid),
-            rend: rbuf.len(),
-            rbuf,
-            rstart: 0,
+            rbuf: ReadBuffer::holding(leftover.to_vec()),
             read_eof: false,
             response_pending: side == Side::Client,
             write_mode: Mode::Padded,
             greeting: Some(header),
             uuid_sent: false,
             track: RecordTrack::Inside(0),
-            wbuf: Vec::new(),
-            wpos: 0,
+            wbuf: WriteBuffer::new(KEEP_VISION_WRITE),
             direct_after_drain: false,
         })
     }
 
     fn held(&self) -> &[u8] {
-        &self.rbuf[self.rstart..self.rend]
+        self.rbuf.held()
     }
 
     /// Copies held bytes out as they are (after the framing ended).
     fn deliver_held(&mut self, out: &mut ReadBuf<'_>) -> bool {
-        if self.rstart == self.rend {
+        if self.rbuf.is_empty() {
             return false;
         }
-        let n = (self.rend - self.rstart).min(out.remaining());
-        out.put_slice(&self.rbuf[self.rstart..self.rstart + n]);
+        let held = self.rbuf.held();
+        let n = held.len().min(out.remaining());
+        out.put_slice(&held[..n]);
         if self.filter.active() {
-            self.filter
-                .observe(&self.rbuf[self.rstart..self.rstart + n]);
+            self.filter.observe(&held[..n]);
         }
-        self.rstart += n;
-        if self.rstart == self.rend {
-            self.rbuf = Vec::new();
-            self.rstart = 0;
-            self.rend = 0;
-        }
+        self.rbuf.consume(n);
+        self.rbuf.release_if_empty();
         true
     }
 
@@ -177,7 +162,7 @@ impl VisionStream {
         if self.response_pending {
             return match parse_response_header(self.held()) {
                 Ok(Parsed::Complete(n)) => {
-                    self.rstart += n;
+                    self.rbuf.consume(n);
                     self.response_pending = false;
                     Ok(Some(false))
                 }
@@ -186,20 +171,18 @@ impl VisionStream {
             };
         }
         let at_end = self.read_eof;
-        let step = self
-            .unpadder
-            .step(&self.rbuf[self.rstart..self.rend], out.remaining(), at_end);
+        let held = self.rbuf.held();
+        let step = self.unpadder.step(held, out.remaining(), at_end);
         let mut delivered = false;
         if !step.content.is_empty() {
-            let start = self.rstart + step.content.start;
-            let content = &self.rbuf[start..self.rstart + step.content.end];
+            let content = &held[step.content.clone()];
             out.put_slice(content);
             if self.filter.active() {
                 self.filter.observe(content);
             }
             delivered = true;
         }
-        self.rstart += step.consumed;
+        self.rbuf.consume(step.consumed);
         if let Some(finish) = step.finish {
             self.finish_reading(finish)?;
             return Ok(Some(delivered));
@@ -212,19 +195,7 @@ impl VisionStream {
 
     /// Reads more padded bytes from the outer TLS into `rbuf`.
     fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.rstart > 0 {
-            self.rbuf.copy_within(self.rstart..self.rend, 0);
-            self.rend -= self.rstart;
-            self.rstart = 0;
-        }
-        if self.rbuf.len() < self.rend + READ_BUF_LEN {
-            self.rbuf.resize(self.rend + READ_BUF_LEN, 0);
-        }
-        let mut read_buf = ReadBuf::new(&mut self.rbuf[self.rend..]);
-        ready!(Pin::new(&mut self.inner).poll_read(cx, &mut read_buf))?;
-        let n = read_buf.filled().len();
-        self.rend += n;
-        self.rbuf.truncate(self.rend);
+        let n = ready!(self.rbuf.poll_fill(&mut self.inner, cx, VISION_READ_WINDOW))?;
         if n == 0 {
             self.read_eof = true;
         }
@@ -236,7 +207,7 @@ impl VisionStream {
         if self.filter.active() {
             self.filter.observe(data);
         }
-        let mut out = std::mem::take(&mut self.wbuf);
+        let mut out = std::mem::take(self.wbuf.queue());
         if let Some(greeting) = self.greeting.take() {
             out.extend_from_slice(&greeting);
         }
@@ -253,7 +224,7 @@ impl VisionStream {
             self.frame(&mut out, CMD_CONTINUE, &data[..n], false);
             n
         };
-        self.wbuf = out;
+        *self.wbuf.queue() = out;
         taken
     }
 
@@ -330,30 +301,18 @@ impl VisionStream {
     /// side that ends before it wrote anything.
     fn queue_greeting(&mut self) {
         if self.greeting.is_some() && self.write_mode == Mode::Padded {
-            let mut out = std::mem::take(&mut self.wbuf);
+            let mut out = std::mem::take(self.wbuf.queue());
             if let Some(greeting) = self.greeting.take() {
                 out.extend_from_slice(&greeting);
             }
             self.frame(&mut out, CMD_CONTINUE, &[], true);
-            self.wbuf = out;
+            *self.wbuf.queue() = out;
         }
     }
 
     /// Hands `wbuf` to the outer TLS; after a Direct frame, switches the write side.
     fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        while self.wpos < self.wbuf.len() {
-            let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &self.wbuf[self.wpos..]))?;
-            if n == 0 {
-                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
-            }
-            self.wpos += n;
-        }
-        if self.wbuf.capacity() > KEEP_WRITE_BUF {
-            self.wbuf = Vec::new();
-        } else {
-            self.wbuf.clear();
-        }
-        self.wpos = 0;
+        ready!(self.wbuf.poll_drain(&mut self.inner, cx))?;
         if self.direct_after_drain {
             self.direct_after_drain = false;
             let switch = self
@@ -416,7 +375,7 @@ impl AsyncRead for VisionStream {
             // The server answers nothing before it has our request.
             this.queue_greeting();
         }
-        if this.wpos < this.wbuf.len() {
+        if !this.wbuf.is_drained() {
             // Best effort: the relay's flush finishes a write that is pending here.
             if let Poll::Ready(Err(e)) = this.poll_drain(cx) {
                 return Poll::Ready(Err(e));
@@ -440,7 +399,7 @@ impl AsyncRead for VisionStream {
                 }
                 Mode::Padded => {}
             }
-            if this.rstart < this.rend || this.read_eof {
+            if !this.rbuf.is_empty() || this.read_eof {
                 match this.unpad_step(out)? {
                     Some(true) => return Poll::Ready(Ok(())),
                     Some(false) => continue,
@@ -451,7 +410,7 @@ impl AsyncRead for VisionStream {
                                 "connection closed before the VLESS response header",
                             )));
                         }
-                        if this.unpadder.may_end(this.rend - this.rstart) {
+                        if this.unpadder.may_end(this.rbuf.held().len()) {
                             return Poll::Ready(Ok(()));
                         }
                         return Poll::Ready(Err(io::Error::new(
@@ -519,7 +478,7 @@ impl AsyncWrite for VisionStream {
 
 impl ProxyStream for VisionStream {
     fn raw_tcp_read(&self) -> Option<&tokio::net::TcpStream> {
-        if self.read_mode == Mode::Direct && self.rstart == self.rend {
+        if self.read_mode == Mode::Direct && self.rbuf.is_empty() {
             self.inner.raw_tcp_read()
         } else {
             None
@@ -527,7 +486,7 @@ impl ProxyStream for VisionStream {
     }
 
     fn raw_tcp_write(&self) -> Option<&tokio::net::TcpStream> {
-        if self.write_mode == Mode::Direct && self.wpos == self.wbuf.len() {
+        if self.write_mode == Mode::Direct && self.wbuf.is_drained() {
             self.inner.raw_tcp_write()
         } else {
             None
@@ -538,10 +497,7 @@ impl ProxyStream for VisionStream {
         if self.read_mode != Mode::Direct {
             return None;
         }
-        let mine = self.rbuf[self.rstart..self.rend].to_vec();
-        self.rbuf = Vec::new();
-        self.rstart = 0;
-        self.rend = 0;
+        let mine = self.rbuf.take();
         match self.inner.take_read_residue() {
             None if mine.is_empty() => None,
             None => Some(Bytes::from(mine)),
@@ -555,7 +511,7 @@ impl ProxyStream for VisionStream {
     }
 
     fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.rstart < self.rend
+        if !self.rbuf.is_empty()
             || self.read_eof
             || (self.side == Side::Client && self.greeting.is_some())
         {

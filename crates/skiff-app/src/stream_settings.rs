@@ -1,0 +1,167 @@
+//! `streamSettings` → the transport's runtime stack, for an inbound (a [`ServerStack`]) and
+//! an outbound (a [`Dialer`]). The one place a transport is registered: adding one is a module
+//! in skiff-transport plus an arm in `server_stack` and `client_dialer` below.
+
+use std::sync::Arc;
+
+use skiff_config::{StreamNetwork, StreamPlan, StreamSecurity, TlsPlan};
+use skiff_core::tcp_tuning::TcpTuning;
+use skiff_core::{ClientLayer, Dialer, Outbound, OutboundDialer, ServerLayer};
+use skiff_transport::httpupgrade::{HttpUpgradeClient, HttpUpgradeServer};
+use skiff_transport::kcp::dial::KcptunDialer;
+use skiff_transport::mkcp::dial::MkcpDialer;
+use skiff_transport::stack::{LayeredDialer, ServerBase, ServerStack, Unchainable};
+use skiff_transport::tcp::TcpDialer;
+use skiff_transport::tls::{TlsClient, TlsClientOptions, TlsServer, TlsServerOptions, TlsVersion};
+use skiff_transport::ws::{WsClientOptions, WsServerOptions};
+
+/// An inbound's base and layers: TLS if configured, then the network's own layer.
+pub fn server_stack(plan: &StreamPlan) -> Result<ServerStack, String> {
+    let mut layers: Vec<Arc<dyn ServerLayer>> = Vec::new();
+    if let StreamSecurity::Tls(t) = &plan.security {
+        layers.push(Arc::new(TlsServer::new(&server_tls(t))?));
+    }
+    let base = match &plan.network {
+        StreamNetwork::Tcp => ServerBase::Tcp,
+        StreamNetwork::Ws(w) => {
+            layers.push(Arc::new(WsServerOptions {
+                path: w.path.clone(),
+                host: w.host.clone(),
+                early_data_header: None,
+            }));
+            ServerBase::Tcp
+        }
+        StreamNetwork::HttpUpgrade(h) => {
+            layers.push(Arc::new(HttpUpgradeServer::new(&h.path, h.host.clone())));
+            ServerBase::Tcp
+        }
+        StreamNetwork::Mkcp(k) => ServerBase::Mkcp(k.clone()),
+        StreamNetwork::Kcptun(k) => ServerBase::Kcptun(crate::kcp_params::for_network(&k.tuning)),
+    };
+    Ok(ServerStack { base, layers })
+}
+
+/// How an outbound reaches `server` (the address it dials: the default TLS server name and
+/// HTTP host): the network's base, directly or through the chained outbound `via`, then TLS
+/// if configured, then the network's own layer.
+pub fn client_dialer(
+    plan: &StreamPlan,
+    server: &str,
+    via: Option<Arc<dyn Outbound>>,
+) -> Result<Arc<dyn Dialer>, String> {
+    let server_name = match &plan.security {
+        StreamSecurity::Tls(t) => t.server_name.clone().unwrap_or_else(|| server.to_string()),
+        StreamSecurity::None => server.to_string(),
+    };
+    let mut layers: Vec<Arc<dyn ClientLayer>> = Vec::new();
+    if let StreamSecurity::Tls(t) = &plan.security {
+        layers.push(Arc::new(TlsClient::new(&client_tls(t, &server_name))?));
+    }
+    let chained = via.map(|via| Arc::new(OutboundDialer(via)) as Arc<dyn Dialer>);
+    let tcp = || -> Arc<dyn Dialer> {
+        match &chained {
+            Some(chained) => chained.clone(),
+            None => Arc::new(TcpDialer {
+                tuning: tcp_tuning(plan),
+            }),
+        }
+    };
+    let udp = |reason: &'static str, direct: Arc<dyn Dialer>| -> Arc<dyn Dialer> {
+        match &chained {
+            Some(chained) => Arc::new(Unchainable {
+                reason,
+                chained: chained.clone(),
+            }),
+            None => direct,
+        }
+    };
+    let base = match &plan.network {
+        StreamNetwork::Tcp => tcp(),
+        StreamNetwork::Ws(w) => {
+            layers.push(Arc::new(WsClientOptions {
+                path: w.path.clone(),
+                host: w.host.clone().unwrap_or_else(|| server_name.clone()),
+                headers: w.headers.clone(),
+                early_data_header: None,
+            }));
+            tcp()
+        }
+        StreamNetwork::HttpUpgrade(h) => {
+            layers.push(Arc::new(HttpUpgradeClient::new(
+                &h.path,
+                h.host.clone().unwrap_or_else(|| server_name.clone()),
+                h.headers.clone(),
+            )));
+            tcp()
+        }
+        StreamNetwork::Mkcp(k) => udp(
+            "mKCP runs over UDP and cannot be chained through proxySettings",
+            Arc::new(MkcpDialer::new(k.clone())),
+        ),
+        StreamNetwork::Kcptun(k) => udp(
+            "kcptun runs over UDP and cannot be chained through proxySettings",
+            Arc::new(KcptunDialer::new(
+                crate::kcp_params::for_network(&k.tuning),
+                k.conn,
+            )),
+        ),
+    };
+    Ok(Arc::new(LayeredDialer { base, layers }))
+}
+
+/// The plain TCP dialer freedom uses, tuned as its stream settings say, or the chained
+/// outbound `via`.
+pub fn direct_dialer(plan: &StreamPlan, via: Option<Arc<dyn Outbound>>) -> Arc<dyn Dialer> {
+    match via {
+        Some(via) => Arc::new(OutboundDialer(via)),
+        None => Arc::new(TcpDialer {
+            tuning: tcp_tuning(plan),
+        }),
+    }
+}
+
+/// The TCP tuning a `streamSettings` asks for (`sockopt.tcpCongestion`).
+pub fn tcp_tuning(plan: &StreamPlan) -> TcpTuning {
+    TcpTuning {
+        congestion: plan.tcp_congestion.as_deref().map(Arc::from),
+    }
+}
+
+fn version(v: &Option<String>) -> Option<TlsVersion> {
+    match v.as_deref() {
+        Some("1.2") => Some(TlsVersion::V1_2),
+        Some("1.3") => Some(TlsVersion::V1_3),
+        _ => None,
+    }
+}
+
+fn server_tls(t: &TlsPlan) -> TlsServerOptions {
+    TlsServerOptions {
+        certificates: t
+            .certificates
+            .iter()
+            .map(|c| (c.certificate_pem.clone(), c.key_pem.clone()))
+            .collect(),
+        alpn: if t.alpn.is_empty() {
+            // Xray's server default (transport/internet/tls/config.go `GetTLSConfig`): a server
+            // that never negotiates ALPN would stand out from Xray and from web servers.
+            vec!["h2".into(), "http/1.1".into()]
+        } else {
+            t.alpn.clone()
+        },
+        min_version: version(&t.min_version),
+        max_version: version(&t.max_version),
+        reject_unknown_sni: t.reject_unknown_sni,
+    }
+}
+
+fn client_tls(t: &TlsPlan, server_name: &str) -> TlsClientOptions {
+    TlsClientOptions {
+        server_name: server_name.to_string(),
+        alpn: t.alpn.clone(),
+        allow_insecure: t.allow_insecure,
+        pinned_sha256: t.pinned_peer_cert_sha256.clone(),
+        min_version: version(&t.min_version),
+        max_version: version(&t.max_version),
+    }
+}
