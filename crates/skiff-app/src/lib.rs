@@ -10,10 +10,6 @@ mod inbound;
 mod kcp_params;
 mod memory;
 mod outbound_kcptun;
-mod outbound_shadowsocks;
-mod outbound_trojan;
-mod outbound_vless;
-mod outbound_vmess;
 mod outbounds;
 mod shared;
 mod ss_udp;
@@ -21,7 +17,6 @@ mod stack;
 mod trojan_udp;
 mod tunnel;
 mod udp;
-mod udp_links;
 mod udp_stream;
 
 pub mod instance;

@@ -22,6 +22,7 @@ pub mod relay;
 pub mod stats;
 pub mod tcp_tuning;
 pub mod time;
+pub mod udp_links;
 pub mod wire;
 
 pub use relay::{RelayCounters, RelayEnd, RelayOutcome, RelayPolicy, relay};

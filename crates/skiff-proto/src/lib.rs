@@ -11,6 +11,8 @@ pub mod mux;
 pub mod proxy_protocol;
 pub mod shadowsocks;
 pub mod socks;
+#[cfg(test)]
+mod test_dialer;
 pub mod trojan;
 pub mod tunnel;
 pub mod vless;

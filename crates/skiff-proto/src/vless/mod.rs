@@ -5,6 +5,7 @@
 pub mod client;
 pub mod codec;
 mod inbound;
+mod outbound;
 pub mod packet;
 pub mod server;
 pub mod udp;
@@ -18,6 +19,7 @@ pub use codec::{
     Command, FLOW_VISION, Parsed, RESPONSE_HEADER, Request, VlessError, encode_request,
     parse_request, parse_request_user, parse_response_header,
 };
+pub use outbound::{Flow, VlessOutbound};
 pub use packet::{VlessPacketReader, VlessPacketStream, VlessPacketWriter};
 pub use server::{VlessAccept, VlessServer, VlessUser, accept};
 pub use udp::{PacketDecoder, UdpError, encode_packet};

@@ -1,5 +1,5 @@
-//! The Trojan outbound: dial the server (directly or through a chained outbound), run the
-//! transport layers (TLS, WebSocket) over it, then speak Trojan inside.
+//! The Trojan outbound: reach the server through the [`Dialer`] it holds (transport layers,
+//! and any chained outbound, are the dialer's business), then speak Trojan inside.
 //!
 //! UDP (`bind`) uses UDP ASSOCIATE (trojan.md §2): every packet carries its own address, so
 //! one Trojan connection carries a whole packet conversation, whatever destinations it talks
@@ -15,14 +15,15 @@ use bytes::Bytes;
 use skiff_core::{
     Address, BoxFuture, BoxPacketConn, BoxStream, Dialer, Metadata, Outbound, PacketConn,
 };
-use skiff_proto::trojan::client;
-use skiff_proto::trojan::codec::{Command, PasswordHash};
-use skiff_proto::trojan::packet::TrojanPacketStream;
 use tokio::io::ReadBuf;
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::task::AbortHandle;
 use tracing::debug;
+
+use super::client;
+use super::codec::{Command, PasswordHash};
+use super::packet::TrojanPacketStream;
 
 /// Datagrams waiting for the connection (while it is set up, or while TCP is slower than the
 /// sender); beyond that they are dropped, as a full socket buffer would.
@@ -231,8 +232,8 @@ async fn carry(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use skiff_config::StreamPlan;
-    use skiff_proto::trojan::server::{TrojanAccept, TrojanServer, TrojanUser, accept};
+    use crate::test_dialer::TcpDialer;
+    use crate::trojan::server::{TrojanAccept, TrojanServer, TrojanUser, accept};
     use std::future::poll_fn;
     use std::net::SocketAddr;
     use tokio::net::TcpListener;
@@ -283,14 +284,7 @@ mod tests {
             let outbound = TrojanOutbound {
                 server: Address::Ip(server),
                 hash: PasswordHash::of("pw"),
-                dialer: Arc::new(crate::stack::ServerDialer {
-                    layers: crate::stack::OutboundLayers::build(
-                        &StreamPlan::default(),
-                        "127.0.0.1",
-                    )
-                    .unwrap(),
-                    via: None,
-                }),
+                dialer: Arc::new(TcpDialer),
             };
             let conn = outbound.bind(&meta()).await.unwrap();
             let destinations: Vec<Address> = (0..20u16)

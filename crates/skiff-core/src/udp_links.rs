@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
+use crate::datagram::{self, BoxDatagramRecv, BoxDatagramSend};
+use crate::{Address, BoxFuture, BoxPacketConn, PacketConn};
 use bytes::Bytes;
-use skiff_core::{Address, BoxFuture, BoxPacketConn, PacketConn};
-use skiff_proto::datagram::{self, BoxDatagramRecv, BoxDatagramSend};
 use tokio::io::ReadBuf;
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
