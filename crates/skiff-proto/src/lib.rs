@@ -3,6 +3,7 @@
 
 pub mod blackhole;
 pub mod datagram;
+pub mod fallback;
 mod first_read;
 pub mod freedom;
 mod header_first;
