@@ -2,7 +2,6 @@
 //! outbound → relay), UDP sessions, access log and graceful shutdown.
 
 mod access_log;
-mod activity;
 mod dial;
 mod dispatch;
 mod fallback;
@@ -11,8 +10,8 @@ mod kcp_params;
 mod memory;
 mod outbound_kcptun;
 mod outbounds;
+mod routed_packets;
 mod shared;
-mod ss_udp;
 mod stack;
 mod trojan_udp;
 mod tunnel;

@@ -17,9 +17,9 @@ use tokio::io::ReadBuf;
 use tokio::time::timeout;
 use tracing::{debug, info};
 
-use crate::activity::Activity;
 use crate::inbound::InboundHandler;
 use crate::shared::Shared;
+use skiff_core::activity::Activity;
 
 /// How long opening the outbound's packet conversation may take.
 const BIND_TIMEOUT: Duration = Duration::from_secs(10);

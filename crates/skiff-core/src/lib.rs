@@ -1,6 +1,7 @@
 //! Skiff's shared vocabulary: addresses, session metadata, stream and datagram abstractions,
 //! the inbound/outbound traits, byte counters and the relay (copy and splice).
 
+pub mod activity;
 pub mod address;
 pub mod net;
 
@@ -14,7 +15,8 @@ pub mod stream;
 
 pub use counted::Counted;
 pub use handshake::{
-    Accepted, BoxFuture, ConnectOutcome, Connector, Inbound, InboundContext, Reply,
+    Accepted, BoxFuture, ConnectOutcome, Connector, Inbound, InboundContext, PacketConnector,
+    Reply, RoutedPackets,
 };
 pub use metadata::Metadata;
 pub use stream::{BoxStream, DirectSwitch, Prefixed, ProxyStream};

@@ -21,6 +21,7 @@ pub mod server;
 pub mod stream;
 pub mod udp;
 pub mod udp2022;
+pub mod udp_server;
 
 #[cfg(test)]
 mod tests;
