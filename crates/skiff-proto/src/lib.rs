@@ -1,6 +1,7 @@
 //! Proxy protocols. Each protocol is a sans-IO codec (bytes in, values or bytes out) with a
 //! thin async adapter on top; the codecs are what the property tests and fuzz targets drive.
 
+pub mod address;
 pub mod blackhole;
 pub mod datagram;
 pub mod fallback;
