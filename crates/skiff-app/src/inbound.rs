@@ -16,8 +16,8 @@ use skiff_proto::fallback::{Destination, Fallback};
 use skiff_proto::shadowsocks::server::{ServerUser, ShadowsocksServer};
 use skiff_proto::trojan::codec::PasswordHash;
 use skiff_proto::trojan::server::{TrojanServer, TrojanUser};
+use skiff_proto::user_id::UserId;
 use skiff_proto::vless::server::{VlessServer, VlessUser};
-use skiff_proto::vless::user::UserId;
 use skiff_proto::vmess::{VmessServer, VmessUser};
 
 pub enum InboundKind {

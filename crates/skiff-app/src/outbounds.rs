@@ -12,7 +12,7 @@ use skiff_proto::shadowsocks::ShadowsocksOutbound;
 use skiff_proto::shadowsocks::client::ClientConfig;
 use skiff_proto::trojan::TrojanOutbound;
 use skiff_proto::trojan::codec::PasswordHash;
-use skiff_proto::vless::user::UserId;
+use skiff_proto::user_id::UserId;
 use skiff_proto::vless::{self, VlessOutbound};
 use skiff_proto::vmess::{Security, VmessClient, VmessOutbound};
 

@@ -17,5 +17,6 @@ pub mod socks;
 mod test_dialer;
 pub mod trojan;
 pub mod tunnel;
+pub mod user_id;
 pub mod vless;
 pub mod vmess;

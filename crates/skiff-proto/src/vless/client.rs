@@ -11,9 +11,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use super::codec::{
     Command, FLOW_VISION, Parsed, Request, VERSION, encode_request, parse_response_header,
 };
-use super::user::UserId;
 use super::vision::{Side, VisionStream};
 use crate::header_first::HeaderFirst;
+use crate::user_id::UserId;
 
 /// At most this many payload bytes ride in the same write as the request header.
 const FIRST_PAYLOAD_MAX: usize = 8 * 1024;

@@ -4,7 +4,7 @@
 //! the number of header bytes, or [`Parsed::Incomplete`] when the input is a valid beginning
 //! that needs more bytes. Nothing indexes a slice in a way that can panic: reads go through
 //! [`Reader`], which answers `None` when the input runs out. User lookup is not done here: the
-//! request carries the raw 16 id bytes (see [`super::user::find_user`]).
+//! request carries the raw 16 id bytes (see [`crate::user_id::find_user`]).
 
 use std::fmt;
 
@@ -103,7 +103,7 @@ impl Command {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Request {
     pub version: u8,
-    /// The raw user id bytes as received; look them up with [`super::user::find_user`].
+    /// The raw user id bytes as received; look them up with [`crate::user_id::find_user`].
     pub user: [u8; 16],
     /// Addons field 1. An empty flow string is the protobuf default and reads as `None`.
     pub flow: Option<String>,

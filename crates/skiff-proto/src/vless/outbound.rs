@@ -15,7 +15,7 @@ use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Dialer, Metadata,
 use super::client;
 use super::codec::Command;
 use super::packet::VlessPacketStream;
-use super::user::UserId;
+use crate::user_id::UserId;
 
 /// The flow an outbound user asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

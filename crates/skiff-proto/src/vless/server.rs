@@ -11,8 +11,8 @@ use super::codec::{
     Command, FLOW_VISION, MAX_REQUEST_HEADER_LEN, Parsed, RESPONSE_HEADER, VlessError,
     parse_request, parse_request_user,
 };
-use super::user::UserId;
 use super::vision::{Side, VisionStream};
+use crate::user_id::UserId;
 
 /// How many bytes the handshake reads at most: a whole maximal header fits, plus a little of
 /// the payload that usually arrives with it.
@@ -37,7 +37,7 @@ pub struct VlessServer {
 
 impl VlessServer {
     /// Looks an id up in constant time across all users (no early exit); the first match wins.
-    /// Same technique as [`super::user::find_user`], over [`VlessUser`]s.
+    /// Same technique as [`crate::user_id::find_user`], over [`VlessUser`]s.
     fn find(&self, id: &[u8; 16]) -> Option<&VlessUser> {
         let mut found = 0usize;
         let mut any = 0usize;
