@@ -13,7 +13,6 @@ mod outbounds;
 mod routed_packets;
 mod shared;
 mod stack;
-mod trojan_udp;
 mod tunnel;
 mod udp;
 mod udp_stream;
