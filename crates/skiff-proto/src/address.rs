@@ -59,6 +59,27 @@ pub fn valid_domain(name: &[u8]) -> bool {
             .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_'))
 }
 
+/// Appends the type byte (`kinds`: the layout's numbers for IPv4, domain, IPv6) and the
+/// host: 4 or 16 bytes, or a length byte and the name (cut at what that byte can say).
+fn put_host(address: &Address, [ipv4, domain, ipv6]: [u8; 3], out: &mut Vec<u8>) {
+    match address {
+        Address::Ip(SocketAddr::V4(sa)) => {
+            out.push(ipv4);
+            out.extend_from_slice(&sa.ip().octets());
+        }
+        Address::Ip(SocketAddr::V6(sa)) => {
+            out.push(ipv6);
+            out.extend_from_slice(&sa.ip().octets());
+        }
+        Address::Domain(name, _) => {
+            let name = &name.as_bytes()[..name.len().min(MAX_DOMAIN_LEN)];
+            out.push(domain);
+            out.push(name.len() as u8);
+            out.extend_from_slice(name);
+        }
+    }
+}
+
 /// Port, type (1 IPv4, 2 domain, 3 IPv6), address.
 pub mod port_first {
     use super::*;
@@ -108,22 +129,7 @@ pub mod port_first {
     /// datagram coming back, which the peer's reader judges.
     pub fn put(address: &Address, out: &mut Vec<u8>) {
         out.extend_from_slice(&address.port().to_be_bytes());
-        match address {
-            Address::Ip(SocketAddr::V4(sa)) => {
-                out.push(IPV4);
-                out.extend_from_slice(&sa.ip().octets());
-            }
-            Address::Ip(SocketAddr::V6(sa)) => {
-                out.push(IPV6);
-                out.extend_from_slice(&sa.ip().octets());
-            }
-            Address::Domain(name, _) => {
-                let name = &name.as_bytes()[..name.len().min(MAX_DOMAIN_LEN)];
-                out.push(DOMAIN);
-                out.push(name.len() as u8);
-                out.extend_from_slice(name);
-            }
-        }
+        put_host(address, [IPV4, DOMAIN, IPV6], out);
     }
 }
 
@@ -175,24 +181,12 @@ pub mod type_first {
 
     /// Appends the block; a domain must pass Xray's rule. On error nothing is appended.
     pub fn write(address: &Address, out: &mut Vec<u8>) -> Result<(), AddressError> {
-        match address {
-            Address::Ip(SocketAddr::V4(sa)) => {
-                out.push(IPV4);
-                out.extend_from_slice(&sa.ip().octets());
-            }
-            Address::Ip(SocketAddr::V6(sa)) => {
-                out.push(IPV6);
-                out.extend_from_slice(&sa.ip().octets());
-            }
-            Address::Domain(name, _) => {
-                if !valid_domain(name.as_bytes()) {
-                    return Err(AddressError::BadDomain);
-                }
-                out.push(DOMAIN);
-                out.push(name.len() as u8);
-                out.extend_from_slice(name.as_bytes());
-            }
+        if let Address::Domain(name, _) = address
+            && !valid_domain(name.as_bytes())
+        {
+            return Err(AddressError::BadDomain);
         }
+        put_host(address, [IPV4, DOMAIN, IPV6], out);
         out.extend_from_slice(&address.port().to_be_bytes());
         Ok(())
     }
