@@ -3,8 +3,8 @@
 
 use std::io;
 
-use bytes::Bytes;
-use skiff_core::{Address, BoxStream, Prefixed, ProxyStream};
+use skiff_core::stream::with_prefix;
+use skiff_core::{Address, BoxStream, ProxyStream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::codec::{
@@ -90,14 +90,6 @@ pub enum VlessAccept {
 
 fn invalid(what: impl std::fmt::Display) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what.to_string())
-}
-
-fn with_prefix<S: ProxyStream>(prefix: &[u8], stream: S) -> BoxStream {
-    if prefix.is_empty() {
-        Box::new(stream)
-    } else {
-        Box::new(Prefixed::new(Bytes::copy_from_slice(prefix), stream))
-    }
 }
 
 /// Runs the server side of the VLESS handshake on `stream` (vless.md §5).
