@@ -59,8 +59,8 @@ impl VlessServer {
 pub enum VlessAccept {
     /// A valid TCP request: relay `stream` to `destination`. The response header has already
     /// been written, so `stream` is exactly the client's payload stream (payload bytes read
-    /// with the header are replayed first through [`Prefixed`]); `raw_tcp()` still answers
-    /// the socket when the input was one.
+    /// with the header are replayed first through [`skiff_core::Prefixed`]); `raw_tcp()`
+    /// still answers the socket when the input was one.
     Stream {
         destination: Address,
         stream: BoxStream,
