@@ -22,7 +22,7 @@ use crate::fallback;
 use crate::inbound::{InboundHandler, InboundKind};
 use crate::shared::Shared;
 use crate::udp;
-use crate::{trojan_udp, udp_stream};
+use crate::udp_stream;
 
 /// How long an outbound connect may take, as Go's default dialer roughly allows.
 const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -133,7 +133,7 @@ async fn serve_conn(
         }
         Accepted::PacketStream { stream, user } => {
             identify(user, None);
-            trojan_udp::serve(&shared, &inbound, meta, stream).await;
+            udp_stream::serve_trojan(&shared, &inbound, meta, stream).await;
         }
         Accepted::UdpAssociate {
             control,

@@ -3,7 +3,7 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use skiff_config::{InboundPlan, InboundProtocol};
+use skiff_config::{FallbackDest, FallbackPlan, InboundPlan, InboundProtocol};
 use skiff_core::tcp_tuning::TcpTuning;
 use skiff_core::{Address, Counter, Inbound, Stats};
 use skiff_proto::http::server::HttpServerConfig;
@@ -12,12 +12,12 @@ use skiff_proto::tunnel::TunnelInbound;
 use skiff_transport::stack::{ServerBase, ServerStack};
 
 use crate::tunnel::TunnelConfig;
-use skiff_config::FallbackPlan;
+use skiff_proto::fallback::{Destination, Fallback};
 use skiff_proto::shadowsocks::server::{ServerUser, ShadowsocksServer};
 use skiff_proto::trojan::codec::PasswordHash;
 use skiff_proto::trojan::server::{TrojanServer, TrojanUser};
+use skiff_proto::user_id::UserId;
 use skiff_proto::vless::server::{VlessServer, VlessUser};
-use skiff_proto::vless::user::UserId;
 use skiff_proto::vmess::{VmessServer, VmessUser};
 
 pub enum InboundKind {
@@ -45,8 +45,8 @@ pub struct InboundHandler {
     /// TLS and WebSocket under the protocol (streamSettings).
     pub layers: ServerStack,
     /// Where connections that are not a valid request go (VLESS and Trojan); the same
-    /// selection for every protocol (`crate::fallback`).
-    pub fallbacks: Vec<FallbackPlan>,
+    /// selection for every protocol (`skiff_proto::fallback`).
+    pub fallbacks: Vec<Fallback>,
     pub level: u32,
     pub uplink: Arc<Counter>,
     pub downlink: Arc<Counter>,
@@ -191,7 +191,7 @@ impl InboundHandler {
             tag: Arc::from(plan.tag.as_str()),
             kind,
             layers,
-            fallbacks: plan.protocol.fallbacks().to_vec(),
+            fallbacks: plan.protocol.fallbacks().iter().map(fallback).collect(),
             level,
             uplink: stats.counter(&format!("inbound>>>{}>>>traffic>>>uplink", plan.tag)),
             downlink: stats.counter(&format!("inbound>>>{}>>>traffic>>>downlink", plan.tag)),
@@ -226,5 +226,21 @@ impl InboundHandler {
             InboundKind::Vmess(_) => "vmess",
             InboundKind::Kcptun { .. } => "kcptun",
         }
+    }
+}
+
+/// A `fallbacks` entry as the protocols choose among them.
+fn fallback(plan: &FallbackPlan) -> Fallback {
+    Fallback {
+        name: plan.name.clone(),
+        alpn: plan.alpn.clone(),
+        path: plan.path.clone(),
+        dest: match &plan.dest {
+            FallbackDest::Port(port) => Destination::Port(*port),
+            FallbackDest::Addr(host, port) => Destination::Addr(host.clone(), *port),
+            FallbackDest::Unix(path) => Destination::Unix(path.clone()),
+            FallbackDest::AbstractUnix(name) => Destination::AbstractUnix(name.clone()),
+        },
+        xver: plan.xver,
     }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use skiff_config::Plan;
 use skiff_core::{BoxStream, Network, Stats};
+use skiff_proto::shadowsocks;
 use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinHandle;
@@ -18,6 +19,7 @@ use crate::access_log::AccessLog;
 use crate::dispatch;
 use crate::inbound::{InboundHandler, InboundKind};
 use crate::outbounds;
+use crate::routed_packets::RoutedPacketConnector;
 use crate::router::Router;
 use crate::shared::Shared;
 use crate::udp;
@@ -179,11 +181,16 @@ impl Running {
                                 )));
                             }
                             InboundKind::Shadowsocks(server) => {
-                                tasks.push(tokio::spawn(crate::ss_udp::serve(
-                                    shared.clone(),
-                                    inbound.clone(),
+                                let connector = RoutedPacketConnector {
+                                    shared: shared.clone(),
+                                    inbound: inbound.clone(),
+                                };
+                                tasks.push(tokio::spawn(shadowsocks::udp_server::serve(
+                                    inbound.tag.clone(),
                                     socket,
                                     server.clone(),
+                                    Arc::new(connector),
+                                    udp::MAX_UDP_SESSIONS,
                                     shutdown.subscribe(),
                                 )));
                             }

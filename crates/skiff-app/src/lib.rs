@@ -2,25 +2,18 @@
 //! outbound → relay), UDP sessions, access log and graceful shutdown.
 
 mod access_log;
-mod activity;
 mod dispatch;
 mod fallback;
 mod inbound;
 mod kcp_params;
 mod memory;
 mod outbound_kcptun;
-mod outbound_shadowsocks;
-mod outbound_trojan;
-mod outbound_vless;
-mod outbound_vmess;
 mod outbounds;
+mod routed_packets;
 mod shared;
-mod ss_udp;
 mod stream_settings;
-mod trojan_udp;
 mod tunnel;
 mod udp;
-mod udp_links;
 mod udp_stream;
 
 pub mod instance;

@@ -4,18 +4,19 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use skiff_config::{FreedomDomainStrategy, OutboundPlan, OutboundProtocol, VmessSecurity};
+use skiff_config::{
+    FreedomDomainStrategy, OutboundPlan, OutboundProtocol, VlessFlow, VmessSecurity,
+};
 use skiff_core::{Address, Counter, Dialer, Outbound, Stats};
+use skiff_proto::shadowsocks::ShadowsocksOutbound;
 use skiff_proto::shadowsocks::client::ClientConfig;
+use skiff_proto::trojan::TrojanOutbound;
 use skiff_proto::trojan::codec::PasswordHash;
-use skiff_proto::vless::user::UserId;
-use skiff_proto::vmess::{Security, VmessClient};
+use skiff_proto::user_id::UserId;
+use skiff_proto::vless::{self, VlessOutbound};
+use skiff_proto::vmess::{Security, VmessClient, VmessOutbound};
 
 use crate::outbound_kcptun::KcptunOutbound;
-use crate::outbound_shadowsocks::ShadowsocksOutbound;
-use crate::outbound_trojan::TrojanOutbound;
-use crate::outbound_vless::VlessOutbound;
-use crate::outbound_vmess::VmessOutbound;
 use skiff_proto::blackhole::Blackhole;
 use skiff_proto::freedom::{Freedom, Resolve};
 use skiff_transport::kcp::client::KcpClient;
@@ -91,7 +92,11 @@ fn make(plan: &OutboundPlan, via: Option<Arc<dyn Outbound>>) -> Result<Arc<dyn O
         OutboundProtocol::Vless(v) => Arc::new(VlessOutbound {
             server: Address::from_host(&v.address, v.port),
             user: UserId::from_bytes(v.id),
-            flow: v.flow,
+            flow: match v.flow {
+                VlessFlow::None => vless::Flow::None,
+                VlessFlow::Vision => vless::Flow::Vision,
+                VlessFlow::VisionUdp443 => vless::Flow::VisionUdp443,
+            },
             dialer: server_dialer(plan, &v.address, via)?,
         }),
         OutboundProtocol::Trojan(t) => Arc::new(TrojanOutbound {

@@ -16,9 +16,9 @@ use tokio::net::UdpSocket;
 use tokio::sync::watch;
 use tracing::debug;
 
-use crate::activity::Activity;
 use crate::inbound::InboundHandler;
 use crate::shared::Shared;
+use skiff_core::activity::Activity;
 
 /// Most UDP sessions one tunnel listener keeps at once; packets from new sources beyond it
 /// are dropped until old sessions expire.

@@ -1,15 +1,17 @@
 //! The inbound side of the vocabulary: the [`Inbound`] trait every protocol's server
 //! implements, what its handshake hands to the dispatcher ([`Accepted`]), and the small
-//! capability a protocol needs when it must open outbound streams itself (HTTP forwarding
-//! opens one per request).
+//! capabilities a protocol needs when it must open outbound streams itself (HTTP forwarding
+//! opens one per request) or packet conversations (Shadowsocks UDP keeps its own sessions).
 
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::datagram::{BoxDatagramRecv, BoxDatagramSend};
-use crate::{Address, BoxStream};
+use crate::{Address, BoxPacketConn, BoxStream, Counter, Metadata};
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -84,6 +86,24 @@ pub trait Connector: Send + Sync {
         destination: &'a Address,
         user: Option<&'a str>,
     ) -> BoxFuture<'a, io::Result<BoxStream>>;
+}
+
+/// Lets a protocol server that keeps its own UDP sessions (Shadowsocks UDP: one socket, every
+/// client) open each session's outbound packet conversation through the router.
+pub trait PacketConnector: Send + Sync {
+    /// The routed packet conversation for a new session: `meta` names its source, user, level
+    /// and first destination (which routes it, as a SOCKS5 association is routed).
+    fn bind<'a>(&'a self, meta: &'a Metadata) -> BoxFuture<'a, io::Result<RoutedPackets>>;
+}
+
+/// A session's routed packet conversation, with what the app decides about it.
+pub struct RoutedPackets {
+    pub conn: BoxPacketConn,
+    /// How long the session may go without a datagram either way (the policy's connIdle).
+    pub idle: Duration,
+    /// Where the session's datagram bytes are counted, each way.
+    pub uplink: Arc<Counter>,
+    pub downlink: Arc<Counter>,
 }
 
 /// What the dispatcher tells an inbound about the connection it hands over.

@@ -1,6 +1,7 @@
 //! Skiff's shared vocabulary: addresses, session metadata, stream and datagram abstractions,
 //! the inbound/outbound traits, the dialer and layer traits, byte counters and the relay (copy and splice).
 
+pub mod activity;
 pub mod address;
 pub mod buffers;
 pub mod net;
@@ -16,7 +17,8 @@ pub mod stream;
 
 pub use counted::Counted;
 pub use handshake::{
-    Accepted, BoxFuture, ConnectOutcome, Connector, Inbound, InboundContext, Reply,
+    Accepted, BoxFuture, ConnectOutcome, Connector, Inbound, InboundContext, PacketConnector,
+    Reply, RoutedPackets,
 };
 pub use layer::{ClientLayer, LayerSession, ServerLayer};
 pub use metadata::Metadata;
@@ -25,6 +27,7 @@ pub mod relay;
 pub mod stats;
 pub mod tcp_tuning;
 pub mod time;
+pub mod udp_links;
 pub mod wire;
 
 pub use relay::{RelayCounters, RelayEnd, RelayOutcome, RelayPolicy, relay};

@@ -122,6 +122,16 @@ impl<S> Prefixed<S> {
     }
 }
 
+/// `stream`, boxed, with a copy of `prefix` (bytes a handshake read past its header) in front;
+/// no wrapper when there is none.
+pub fn with_prefix<S: ProxyStream>(prefix: &[u8], stream: S) -> BoxStream {
+    if prefix.is_empty() {
+        Box::new(stream)
+    } else {
+        Box::new(Prefixed::new(Bytes::copy_from_slice(prefix), stream))
+    }
+}
+
 impl<S: ProxyStream> ProxyStream for Prefixed<S> {
     fn raw_tcp(&self) -> Option<&TcpStream> {
         self.inner.raw_tcp()

@@ -1,13 +1,14 @@
 //! The write side of a client that must send a request header before any payload (VLESS,
 //! Trojan): the header rides in the same write as the first payload (up to a limit), or goes
 //! alone when the client reads, flushes or shuts down first. After that, writes pass through.
+//! [`HeaderFirstStream`] is that client as a stream.
 
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker, ready};
 
-use skiff_core::BoxStream;
-use tokio::io::AsyncWrite;
+use skiff_core::{BoxStream, ProxyStream};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -192,5 +193,96 @@ impl HeaderFirst {
     ) -> Poll<io::Result<()>> {
         ready!(self.poll_drain_as_writer(inner, cx))?;
         Pin::new(inner).poll_shutdown(cx)
+    }
+}
+
+/// A stream whose writes go through [`HeaderFirst`] (Trojan's whole client; under VLESS's,
+/// which also strips the response). Reads pass straight through, after sending a header
+/// still waiting so that a server-speaks-first protocol gets going.
+pub(crate) struct HeaderFirstStream {
+    inner: BoxStream,
+    header: HeaderFirst,
+}
+
+impl HeaderFirstStream {
+    pub(crate) fn new(inner: BoxStream, header: HeaderFirst) -> HeaderFirstStream {
+        HeaderFirstStream { inner, header }
+    }
+}
+
+impl AsyncRead for HeaderFirstStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if !this.header.is_done() {
+            this.header.kick_from_reader(&mut this.inner, cx)?;
+        }
+        Pin::new(&mut this.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for HeaderFirstStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        this.header.poll_write(&mut this.inner, cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        this.header.poll_write_vectored(&mut this.inner, cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        this.header.poll_flush(&mut this.inner, cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        this.header.poll_shutdown(&mut this.inner, cx)
+    }
+}
+
+impl ProxyStream for HeaderFirstStream {
+    /// Once the request header is out the wrapper adds nothing: the relay may splice the
+    /// socket underneath (only ever raw when the protocol runs without TLS).
+    fn raw_tcp(&self) -> Option<&tokio::net::TcpStream> {
+        if self.header.is_done() {
+            self.inner.raw_tcp()
+        } else {
+            None
+        }
+    }
+
+    fn take_read_residue(&mut self) -> Option<bytes::Bytes> {
+        self.inner.take_read_residue()
+    }
+
+    fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if !self.header.is_done()
+            && let Err(error) = self.header.kick_from_reader(&mut self.inner, cx)
+        {
+            return Poll::Ready(Err(error));
+        }
+        self.inner.poll_read_ready(cx)
+    }
+
+    fn reset_on_close(&mut self) {
+        self.inner.reset_on_close()
     }
 }

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use skiff_core::{Address, BoxStream, ProxyStream};
+use skiff_proto::user_id::UserId;
 use skiff_proto::vless::client;
 use skiff_proto::vless::codec::{Command, Request, VERSION, encode_request};
 use skiff_proto::vless::packet::VlessPacketStream;
 use skiff_proto::vless::server::{VlessAccept, VlessServer, VlessUser, accept};
-use skiff_proto::vless::user::UserId;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};

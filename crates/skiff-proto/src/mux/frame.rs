@@ -1,13 +1,13 @@
 //! Mux.Cool frames (transports.md §5), sans-IO: `meta_len:u16 meta [data_len:u16 data]`, the
 //! metadata being `session:u16 status:u8 option:u8 [network:u8 port:u16 atyp:u8 addr
-//! [global_id:8]]`. Addresses use VLESS numbering, port first.
+//! [global_id:8]]`. Addresses are port first (`crate::address::port_first`).
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::ops::Range;
 
 use skiff_core::Address;
+use skiff_core::wire::Reader;
 
-use crate::vless::codec::domain_address;
+use crate::address::{AddressError, port_first};
 
 pub const STATUS_NEW: u8 = 1;
 pub const STATUS_KEEP: u8 = 2;
@@ -19,10 +19,6 @@ pub const NETWORK_TCP: u8 = 1;
 pub const NETWORK_UDP: u8 = 2;
 /// Xray refuses longer metadata.
 pub const MAX_META_LEN: usize = 512;
-
-const ATYP_IPV4: u8 = 1;
-const ATYP_DOMAIN: u8 = 2;
-const ATYP_IPV6: u8 = 3;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MuxError {
@@ -124,70 +120,14 @@ pub fn parse_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, MuxError> {
     Ok(Some((frame, total)))
 }
 
-/// `port atyp addr` in VLESS numbering; returns the address and the bytes used.
+/// `port atyp addr` (port first, as VLESS); returns the address and the bytes used.
 fn parse_address(b: &[u8]) -> Result<(Address, usize), MuxError> {
-    let short = MuxError::MetadataTooShort;
-    let port = u16::from_be_bytes([
-        *b.first().ok_or(short.clone())?,
-        *b.get(1).ok_or(short.clone())?,
-    ]);
-    let atyp = *b.get(2).ok_or(short.clone())?;
-    let rest = &b[3..];
-    match atyp {
-        ATYP_IPV4 => {
-            let ip: [u8; 4] = rest
-                .get(..4)
-                .ok_or(short)?
-                .try_into()
-                .map_err(|_| MuxError::MetadataTooShort)?;
-            Ok((
-                Address::Ip(SocketAddr::new(IpAddr::V4(Ipv4Addr::from(ip)), port)),
-                7,
-            ))
-        }
-        ATYP_IPV6 => {
-            let ip: [u8; 16] = rest
-                .get(..16)
-                .ok_or(short)?
-                .try_into()
-                .map_err(|_| MuxError::MetadataTooShort)?;
-            Ok((
-                Address::Ip(SocketAddr::new(IpAddr::V6(Ipv6Addr::from(ip)), port)),
-                19,
-            ))
-        }
-        ATYP_DOMAIN => {
-            let len = usize::from(*rest.first().ok_or(short.clone())?);
-            let name = rest.get(1..1 + len).ok_or(short)?;
-            let addr = domain_address(name, port).ok_or(MuxError::BadDomain)?;
-            Ok((addr, 4 + len))
-        }
-        other => Err(MuxError::BadAddressType(other)),
-    }
-}
-
-fn encode_address(address: &Address, out: &mut Vec<u8>) {
-    match address {
-        Address::Ip(sa) => {
-            out.extend_from_slice(&sa.port().to_be_bytes());
-            match sa.ip() {
-                IpAddr::V4(ip) => {
-                    out.push(ATYP_IPV4);
-                    out.extend_from_slice(&ip.octets());
-                }
-                IpAddr::V6(ip) => {
-                    out.push(ATYP_IPV6);
-                    out.extend_from_slice(&ip.octets());
-                }
-            }
-        }
-        Address::Domain(name, port) => {
-            out.extend_from_slice(&port.to_be_bytes());
-            out.push(ATYP_DOMAIN);
-            let name = &name.as_bytes()[..name.len().min(255)];
-            out.push(name.len() as u8);
-            out.extend_from_slice(name);
-        }
+    let mut r = Reader::new(b);
+    match port_first::read(&mut r) {
+        Ok(Some(address)) => Ok((address, r.pos())),
+        Ok(None) => Err(MuxError::MetadataTooShort),
+        Err(AddressError::BadType(t)) => Err(MuxError::BadAddressType(t)),
+        Err(AddressError::BadDomain) => Err(MuxError::BadDomain),
     }
 }
 
@@ -198,7 +138,7 @@ pub fn encode_udp_keep(out: &mut Vec<u8>, session: u16, source: &Address, data: 
     out.extend_from_slice(&[0, 0]);
     out.extend_from_slice(&session.to_be_bytes());
     out.extend_from_slice(&[STATUS_KEEP, OPTION_DATA, NETWORK_UDP]);
-    encode_address(source, out);
+    port_first::put(source, out);
     let meta_len = (out.len() - meta_at - 2) as u16;
     out[meta_at..meta_at + 2].copy_from_slice(&meta_len.to_be_bytes());
     let data = &data[..data.len().min(usize::from(u16::MAX))];
@@ -240,6 +180,7 @@ pub fn fuzz_parse_all(data: &[u8]) {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
     fn hex(s: &str) -> Vec<u8> {
         let s: String = s.split_whitespace().collect();

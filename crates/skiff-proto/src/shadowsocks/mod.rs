@@ -15,11 +15,13 @@ pub mod codec;
 pub mod header;
 mod inbound;
 pub mod method;
+mod outbound;
 pub mod replay;
 pub mod server;
 pub mod stream;
 pub mod udp;
 pub mod udp2022;
+pub mod udp_server;
 
 #[cfg(test)]
 mod tests;
@@ -28,6 +30,7 @@ use skiff_core::wire::Reader;
 use std::fmt;
 
 pub use method::{Method, MethodError};
+pub use outbound::ShadowsocksOutbound;
 pub use server::{ServerUser, ShadowsocksAccept, ShadowsocksServer};
 
 /// How far a 2022 timestamp may be from our clock, in seconds (both directions).

@@ -6,11 +6,10 @@
 //! bytes as received (see [`super::server::TrojanServer`]).
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use skiff_core::Address;
 
-use crate::vless::codec::{parse_domain, valid_domain};
+use crate::address::{self, AddressError, type_first};
 pub use skiff_core::wire::Parsed;
 use skiff_core::wire::Reader;
 
@@ -21,19 +20,15 @@ pub const CRLF: [u8; 2] = *b"\r\n";
 /// Hash and CRLF: what a server must see before it can tell a Trojan client from anyone else.
 pub const AUTH_LEN: usize = HASH_LEN + 2;
 /// The longest domain name written or accepted (its length is one byte).
-pub const MAX_DOMAIN_LEN: usize = 255;
+pub const MAX_DOMAIN_LEN: usize = address::MAX_DOMAIN_LEN;
 /// The longest `ATYP ADDR PORT`.
-pub const MAX_ADDRESS_LEN: usize = 1 + 1 + MAX_DOMAIN_LEN + 2;
+pub const MAX_ADDRESS_LEN: usize = type_first::MAX_LEN;
 /// The longest request header: hash, CRLF, command, address, CRLF.
 pub const MAX_REQUEST_HEADER_LEN: usize = AUTH_LEN + 1 + MAX_ADDRESS_LEN + 2;
 /// The longest UDP packet header: address, length, CRLF.
 pub const MAX_PACKET_HEADER_LEN: usize = MAX_ADDRESS_LEN + 2 + 2;
 /// The largest payload a packet's 2-byte length can carry.
 pub const MAX_PACKET_LEN: usize = u16::MAX as usize;
-
-const ATYP_IPV4: u8 = 0x01;
-const ATYP_DOMAIN: u8 = 0x03;
-const ATYP_IPV6: u8 = 0x04;
 
 /// Why Trojan bytes were refused (or could not be encoded).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -175,61 +170,22 @@ macro_rules! need {
 
 /// Reads `ATYP ADDR PORT` (SOCKS5 numbering, Xray's domain rule).
 fn read_address(r: &mut Reader<'_>) -> Result<Option<Address>, TrojanError> {
-    let Some(atyp) = r.u8() else { return Ok(None) };
-    let address = match atyp {
-        ATYP_IPV4 => {
-            let (Some(ip), Some(port)) = (r.array::<4>(), r.u16()) else {
-                return Ok(None);
-            };
-            Address::Ip(SocketAddr::new(IpAddr::V4(Ipv4Addr::from(ip)), port))
-        }
-        ATYP_IPV6 => {
-            let (Some(ip), Some(port)) = (r.array::<16>(), r.u16()) else {
-                return Ok(None);
-            };
-            Address::Ip(SocketAddr::new(IpAddr::V6(Ipv6Addr::from(ip)), port))
-        }
-        ATYP_DOMAIN => {
-            let Some(len) = r.u8() else { return Ok(None) };
-            if len == 0 {
-                return Err(TrojanError::BadDomain);
-            }
-            let Some(name) = r.take(usize::from(len)) else {
-                return Ok(None);
-            };
-            // A bad name is bad whatever follows: refuse it before the port arrives.
-            let address = parse_domain(name, 0).map_err(|_| TrojanError::BadDomain)?;
-            let Some(port) = r.u16() else { return Ok(None) };
-            address.with_port(port)
-        }
-        other => return Err(TrojanError::BadAddressType(other)),
-    };
-    Ok(Some(address))
+    type_first::read(r).map_err(TrojanError::from)
 }
 
 /// Appends `ATYP ADDR PORT`. Domains must pass Xray's rule (what a Skiff or Xray server
 /// accepts). On error nothing is appended.
 pub fn encode_address(address: &Address, out: &mut Vec<u8>) -> Result<(), TrojanError> {
-    match address {
-        Address::Ip(SocketAddr::V4(sa)) => {
-            out.push(ATYP_IPV4);
-            out.extend_from_slice(&sa.ip().octets());
-        }
-        Address::Ip(SocketAddr::V6(sa)) => {
-            out.push(ATYP_IPV6);
-            out.extend_from_slice(&sa.ip().octets());
-        }
-        Address::Domain(name, _) => {
-            if !valid_domain(name.as_bytes()) {
-                return Err(TrojanError::BadDomain);
-            }
-            out.push(ATYP_DOMAIN);
-            out.push(name.len() as u8);
-            out.extend_from_slice(name.as_bytes());
+    type_first::write(address, out).map_err(TrojanError::from)
+}
+
+impl From<AddressError> for TrojanError {
+    fn from(e: AddressError) -> TrojanError {
+        match e {
+            AddressError::BadType(t) => TrojanError::BadAddressType(t),
+            AddressError::BadDomain => TrojanError::BadDomain,
         }
     }
-    out.extend_from_slice(&address.port().to_be_bytes());
-    Ok(())
 }
 
 /// Reads the password hash and its CRLF, without looking further. Servers use this to decide

@@ -5,6 +5,7 @@
 pub mod client;
 pub mod codec;
 mod inbound;
+mod outbound;
 pub mod packet;
 pub mod server;
 pub mod udp;
@@ -16,6 +17,7 @@ pub use codec::{
     AUTH_LEN, Command, HASH_LEN, PasswordHash, Request, TrojanError, encode_packet, encode_request,
     parse_packet, parse_request, parse_request_hash,
 };
+pub use outbound::TrojanOutbound;
 pub use packet::{TrojanPacketReader, TrojanPacketStream, TrojanPacketWriter};
 pub use server::{TrojanAccept, TrojanServer, TrojanUser, accept};
 pub use udp::PacketDecoder;

@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::io;
 
-use bytes::Bytes;
-use skiff_core::{Address, BoxStream, Prefixed, ProxyStream};
+use skiff_core::stream::with_prefix;
+use skiff_core::{Address, BoxStream, ProxyStream};
 use tokio::io::AsyncReadExt;
 
 use super::codec::{
@@ -82,14 +82,6 @@ pub enum TrojanAccept {
     /// command or address, or the connection ended inside the header): hand it to a fallback.
     /// `stream` replays every byte read so far.
     Fallback { stream: BoxStream },
-}
-
-fn with_prefix<S: ProxyStream>(prefix: &[u8], stream: S) -> BoxStream {
-    if prefix.is_empty() {
-        Box::new(stream)
-    } else {
-        Box::new(Prefixed::new(Bytes::copy_from_slice(prefix), stream))
-    }
 }
 
 /// Runs the server side of the Trojan handshake on `stream`.

@@ -11,9 +11,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use super::codec::{
     Command, FLOW_VISION, Parsed, Request, VERSION, encode_request, parse_response_header,
 };
-use super::user::UserId;
 use super::vision::{Side, VisionStream};
-use crate::header_first::HeaderFirst;
+use crate::header_first::{HeaderFirst, HeaderFirstStream};
+use crate::user_id::UserId;
 
 /// At most this many payload bytes ride in the same write as the request header.
 const FIRST_PAYLOAD_MAX: usize = 8 * 1024;
@@ -49,8 +49,10 @@ pub fn connect(
         .map(|()| out)
         .map_err(|e| e.to_string());
     Box::new(VlessClientStream {
-        inner: stream,
-        header: HeaderFirst::new("VLESS", encoded, FIRST_PAYLOAD_MAX),
+        inner: HeaderFirstStream::new(
+            stream,
+            HeaderFirst::new("VLESS", encoded, FIRST_PAYLOAD_MAX),
+        ),
         resp: [0; MAX_RESPONSE_HEADER_LEN],
         resp_len: 0,
         resp_done: false,
@@ -84,9 +86,8 @@ pub fn connect_vision(
 }
 
 struct VlessClientStream {
-    inner: BoxStream,
-    /// The request header, sent with the first payload.
-    header: HeaderFirst,
+    /// The connection, the request header going out with the first payload.
+    inner: HeaderFirstStream,
     resp: [u8; MAX_RESPONSE_HEADER_LEN],
     resp_len: usize,
     resp_done: bool,
@@ -137,9 +138,6 @@ impl AsyncRead for VlessClientStream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if !this.header.is_done() {
-            this.header.kick_from_reader(&mut this.inner, cx)?;
-        }
         if this.resp_done || buf.remaining() == 0 {
             return Pin::new(&mut this.inner).poll_read(cx, buf);
         }
@@ -174,8 +172,7 @@ impl AsyncWrite for VlessClientStream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        this.header.poll_write(&mut this.inner, cx, buf)
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
     }
 
     fn poll_write_vectored(
@@ -183,8 +180,7 @@ impl AsyncWrite for VlessClientStream {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        this.header.poll_write_vectored(&mut this.inner, cx, bufs)
+        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -192,21 +188,19 @@ impl AsyncWrite for VlessClientStream {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        this.header.poll_flush(&mut this.inner, cx)
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        this.header.poll_shutdown(&mut this.inner, cx)
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
     }
 }
 
 impl ProxyStream for VlessClientStream {
-    /// Once the request header is out and the response header stripped, the wrapper adds
-    /// nothing: the relay may splice the socket underneath.
+    /// Once the response header is stripped (and the request header out, which the inner
+    /// stream checks), the wrapper adds nothing: the relay may splice the socket underneath.
     fn raw_tcp(&self) -> Option<&tokio::net::TcpStream> {
-        if self.header.is_done() && self.resp_done {
+        if self.resp_done {
             self.inner.raw_tcp()
         } else {
             None
@@ -222,11 +216,6 @@ impl ProxyStream for VlessClientStream {
     }
 
     fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if !self.header.is_done()
-            && let Err(error) = self.header.kick_from_reader(&mut self.inner, cx)
-        {
-            return Poll::Ready(Err(error));
-        }
         self.inner.poll_read_ready(cx)
     }
 

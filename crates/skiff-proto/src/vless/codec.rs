@@ -4,13 +4,14 @@
 //! the number of header bytes, or [`Parsed::Incomplete`] when the input is a valid beginning
 //! that needs more bytes. Nothing indexes a slice in a way that can panic: reads go through
 //! [`Reader`], which answers `None` when the input runs out. User lookup is not done here: the
-//! request carries the raw 16 id bytes (see [`super::user::find_user`]).
+//! request carries the raw 16 id bytes (see [`crate::user_id::find_user`]).
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use skiff_core::Address;
 use skiff_core::wire::Reader;
+
+use crate::address::{AddressError, port_first};
 
 /// The only VLESS version.
 pub const VERSION: u8 = 0x00;
@@ -24,11 +25,7 @@ pub const MAX_REQUEST_HEADER_LEN: usize = 1 + 16 + 1 + 255 + 1 + 2 + 1 + 1 + 255
 /// The longest flow string that fits in the 255-byte addons (tag, 2-byte varint length).
 pub const MAX_FLOW_LEN: usize = 255 - 3;
 /// The longest domain name written or accepted.
-pub const MAX_DOMAIN_LEN: usize = 255;
-
-const ATYP_IPV4: u8 = 0x01;
-const ATYP_DOMAIN: u8 = 0x02;
-const ATYP_IPV6: u8 = 0x03;
+pub const MAX_DOMAIN_LEN: usize = crate::address::MAX_DOMAIN_LEN;
 
 pub use skiff_core::wire::Parsed;
 
@@ -106,7 +103,7 @@ impl Command {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Request {
     pub version: u8,
-    /// The raw user id bytes as received; look them up with [`super::user::find_user`].
+    /// The raw user id bytes as received; look them up with [`crate::user_id::find_user`].
     pub user: [u8; 16],
     /// Addons field 1. An empty flow string is the protobuf default and reads as `None`.
     pub flow: Option<String>,
@@ -152,25 +149,7 @@ pub fn parse_request(buf: &[u8]) -> Result<Parsed<(Request, usize)>, VlessError>
     let command_byte = need!(r.u8());
     let command = Command::from_u8(command_byte).ok_or(VlessError::UnknownCommand(command_byte))?;
     let destination = if command.has_destination() {
-        let port = need!(r.u16());
-        let atyp = need!(r.u8());
-        let address = match atyp {
-            ATYP_IPV4 => {
-                let ip = Ipv4Addr::from(need!(r.array::<4>()));
-                Address::Ip(SocketAddr::new(IpAddr::V4(ip), port))
-            }
-            ATYP_IPV6 => {
-                let ip = Ipv6Addr::from(need!(r.array::<16>()));
-                Address::Ip(SocketAddr::new(IpAddr::V6(ip), port))
-            }
-            ATYP_DOMAIN => {
-                let len = need!(r.u8());
-                let name = need!(r.take(usize::from(len)));
-                parse_domain(name, port)?
-            }
-            other => return Err(VlessError::BadAddressType(other)),
-        };
-        Some(address)
+        Some(need!(port_first::read(&mut r)?))
     } else {
         None
     };
@@ -184,40 +163,13 @@ pub fn parse_request(buf: &[u8]) -> Result<Parsed<(Request, usize)>, VlessError>
     Ok(Parsed::Complete((request, r.pos())))
 }
 
-/// Xray's domain rule (vless.md §2): a name starting with a digit or `[` that parses as an IP
-/// (brackets stripped) is that IP; otherwise only `[0-9A-Za-z-._]` is allowed.
-pub(crate) fn parse_domain(name: &[u8], port: u16) -> Result<Address, VlessError> {
-    domain_address(name, port).ok_or(VlessError::BadDomain)
-}
-
-/// [`parse_domain`] for every protocol whose address block follows Xray's rule (VMess too).
-pub(crate) fn domain_address(name: &[u8], port: u16) -> Option<Address> {
-    let first = *name.first()?;
-    if (first.is_ascii_digit() || first == b'[')
-        && let Ok(text) = std::str::from_utf8(name)
-    {
-        let bare = text
-            .strip_prefix('[')
-            .and_then(|t| t.strip_suffix(']'))
-            .unwrap_or(text);
-        if let Ok(ip) = bare.parse::<IpAddr>() {
-            return Some(Address::Ip(SocketAddr::new(ip, port)));
+impl From<AddressError> for VlessError {
+    fn from(e: AddressError) -> VlessError {
+        match e {
+            AddressError::BadType(t) => VlessError::BadAddressType(t),
+            AddressError::BadDomain => VlessError::BadDomain,
         }
     }
-    if !valid_domain(name) {
-        return None;
-    }
-    // Valid domains are ASCII, hence UTF-8.
-    let text = std::str::from_utf8(name).ok()?;
-    Some(Address::Domain(text.to_owned(), port))
-}
-
-pub(crate) fn valid_domain(name: &[u8]) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_DOMAIN_LEN
-        && name
-            .iter()
-            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_'))
 }
 
 /// Reads a protobuf varint (at most 10 bytes, no overflow).
@@ -325,27 +277,7 @@ pub fn encode_request(request: &Request, out: &mut Vec<u8>) -> Result<(), VlessE
         (true, None) => return Err(VlessError::MissingDestination),
         (false, Some(_)) => return Err(VlessError::UnexpectedDestination),
         (false, None) => {}
-        (true, Some(destination)) => {
-            buf.extend_from_slice(&destination.port().to_be_bytes());
-            match destination {
-                Address::Ip(SocketAddr::V4(sa)) => {
-                    buf.push(ATYP_IPV4);
-                    buf.extend_from_slice(&sa.ip().octets());
-                }
-                Address::Ip(SocketAddr::V6(sa)) => {
-                    buf.push(ATYP_IPV6);
-                    buf.extend_from_slice(&sa.ip().octets());
-                }
-                Address::Domain(name, _) => {
-                    if !valid_domain(name.as_bytes()) {
-                        return Err(VlessError::BadDomain);
-                    }
-                    buf.push(ATYP_DOMAIN);
-                    buf.push(name.len() as u8);
-                    buf.extend_from_slice(name.as_bytes());
-                }
-            }
-        }
+        (true, Some(destination)) => port_first::write(destination, &mut buf)?,
     }
     out.extend_from_slice(&buf);
     Ok(())

@@ -3,16 +3,16 @@
 
 use std::io;
 
-use bytes::Bytes;
-use skiff_core::{Address, BoxStream, Prefixed, ProxyStream};
+use skiff_core::stream::with_prefix;
+use skiff_core::{Address, BoxStream, ProxyStream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::codec::{
     Command, FLOW_VISION, MAX_REQUEST_HEADER_LEN, Parsed, RESPONSE_HEADER, VlessError,
     parse_request, parse_request_user,
 };
-use super::user::UserId;
 use super::vision::{Side, VisionStream};
+use crate::user_id::UserId;
 
 /// How many bytes the handshake reads at most: a whole maximal header fits, plus a little of
 /// the payload that usually arrives with it.
@@ -37,7 +37,7 @@ pub struct VlessServer {
 
 impl VlessServer {
     /// Looks an id up in constant time across all users (no early exit); the first match wins.
-    /// Same technique as [`super::user::find_user`], over [`VlessUser`]s.
+    /// Same technique as [`crate::user_id::find_user`], over [`VlessUser`]s.
     fn find(&self, id: &[u8; 16]) -> Option<&VlessUser> {
         let mut found = 0usize;
         let mut any = 0usize;
@@ -59,8 +59,8 @@ impl VlessServer {
 pub enum VlessAccept {
     /// A valid TCP request: relay `stream` to `destination`. The response header has already
     /// been written, so `stream` is exactly the client's payload stream (payload bytes read
-    /// with the header are replayed first through [`Prefixed`]); `raw_tcp()` still answers
-    /// the socket when the input was one.
+    /// with the header are replayed first through [`skiff_core::Prefixed`]); `raw_tcp()`
+    /// still answers the socket when the input was one.
     Stream {
         destination: Address,
         stream: BoxStream,
@@ -90,14 +90,6 @@ pub enum VlessAccept {
 
 fn invalid(what: impl std::fmt::Display) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what.to_string())
-}
-
-fn with_prefix<S: ProxyStream>(prefix: &[u8], stream: S) -> BoxStream {
-    if prefix.is_empty() {
-        Box::new(stream)
-    } else {
-        Box::new(Prefixed::new(Bytes::copy_from_slice(prefix), stream))
-    }
 }
 
 /// Runs the server side of the VLESS handshake on `stream` (vless.md §5).

@@ -19,7 +19,7 @@ use super::keys::cmd_key;
 use super::request::{CONNECTION_NONCE_LEN, seal_request};
 use super::response::response_keys;
 use super::stream::VmessStream;
-use crate::vless::UserId;
+use crate::user_id::UserId;
 
 /// The body security a user asks for (`security` of an outbound user).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

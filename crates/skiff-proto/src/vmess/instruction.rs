@@ -2,15 +2,13 @@
 //! the keys of the body, checksummed with FNV-1a. It travels AEAD-sealed (see
 //! [`super::request`]); this module only lays out and reads the plaintext.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-
 use skiff_core::Address;
 use skiff_crypto::hash::fnv1a32;
 
 use super::error::VmessError;
 use skiff_core::wire::Reader;
 
-use crate::vless::codec::{domain_address, valid_domain};
+use crate::address::{AddressError, port_first};
 
 /// The only instruction version anyone sends (servers do not check it).
 pub const VERSION: u8 = 0x01;
@@ -18,10 +16,6 @@ pub const VERSION: u8 = 0x01;
 pub const MAX_INSTRUCTION_LEN: usize = 38 + 2 + 1 + 1 + 255 + 15 + 4;
 /// The fixed part before the port: version, IV, key, V, options, P‖Sec, reserved, command.
 const FIXED_LEN: usize = 38;
-
-const ATYP_IPV4: u8 = 0x01;
-const ATYP_DOMAIN: u8 = 0x02;
-const ATYP_IPV6: u8 = 0x03;
 
 /// Request commands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -131,26 +125,14 @@ pub fn encode_instruction(
 
 /// Port, then address type and address (Xray's "port then address" layout).
 fn encode_address(destination: &Address, out: &mut Vec<u8>) -> Result<(), VmessError> {
-    out.extend_from_slice(&destination.port().to_be_bytes());
-    match destination {
-        Address::Ip(SocketAddr::V4(sa)) => {
-            out.push(ATYP_IPV4);
-            out.extend_from_slice(&sa.ip().octets());
-        }
-        Address::Ip(SocketAddr::V6(sa)) => {
-            out.push(ATYP_IPV6);
-            out.extend_from_slice(&sa.ip().octets());
-        }
-        Address::Domain(name, _) => {
-            if !valid_domain(name.as_bytes()) {
-                return Err(VmessError::BadDomain);
-            }
-            out.push(ATYP_DOMAIN);
-            out.push(name.len() as u8);
-            out.extend_from_slice(name.as_bytes());
-        }
+    port_first::write(destination, out).map_err(address_error)
+}
+
+fn address_error(e: AddressError) -> VmessError {
+    match e {
+        AddressError::BadType(t) => VmessError::BadAddressType(t),
+        AddressError::BadDomain => VmessError::BadDomain,
     }
-    Ok(())
 }
 
 /// Parses a whole (opened) instruction header; returns it and its length including the
@@ -168,28 +150,11 @@ pub fn parse_instruction(buf: &[u8]) -> Result<(Instruction, usize), VmessError>
     let command = Command::from_u8(command_byte).ok_or(VmessError::UnknownCommand(command_byte))?;
     let destination = match command {
         Command::Mux => None,
-        Command::Tcp | Command::Udp => {
-            let port = u16::from_be_bytes(r.array::<2>().ok_or(VmessError::Truncated)?);
-            let atyp = r.u8().ok_or(VmessError::Truncated)?;
-            Some(match atyp {
-                ATYP_IPV4 => Address::Ip(SocketAddr::new(
-                    IpAddr::V4(Ipv4Addr::from(r.array::<4>().ok_or(VmessError::Truncated)?)),
-                    port,
-                )),
-                ATYP_IPV6 => Address::Ip(SocketAddr::new(
-                    IpAddr::V6(Ipv6Addr::from(
-                        r.array::<16>().ok_or(VmessError::Truncated)?,
-                    )),
-                    port,
-                )),
-                ATYP_DOMAIN => {
-                    let len = r.u8().ok_or(VmessError::Truncated)?;
-                    let name = r.take(usize::from(len)).ok_or(VmessError::Truncated)?;
-                    domain_address(name, port).ok_or(VmessError::BadDomain)?
-                }
-                other => return Err(VmessError::BadAddressType(other)),
-            })
-        }
+        Command::Tcp | Command::Udp => Some(
+            port_first::read(&mut r)
+                .map_err(address_error)?
+                .ok_or(VmessError::Truncated)?,
+        ),
     };
     r.take(usize::from(pad_sec >> 4))
         .ok_or(VmessError::Truncated)?;

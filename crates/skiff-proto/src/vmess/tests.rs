@@ -25,7 +25,7 @@ use super::response::{open_response, plain_response_header, response_keys, seal_
 use super::users::{AuthFailure, VmessServer, VmessUser};
 use super::{VmessAccept, VmessError, accept};
 use crate::datagram;
-use crate::vless::UserId;
+use crate::user_id::UserId;
 use skiff_core::wire::Parsed;
 
 const UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";

@@ -24,7 +24,7 @@ use skiff_crypto::vmess::AuthIdOpener;
 use super::auth_id::{AUTH_ID_LEN, MAX_CLOCK_SKEW, open_auth_id, timestamp_in_window};
 use super::keys::cmd_key;
 use super::replay::{Check, ReplayFilter};
-use crate::vless::UserId;
+use crate::user_id::UserId;
 
 /// Auth IDs are remembered at least this long: the whole span of acceptable timestamps.
 const AUTH_ID_MEMORY: i64 = 2 * MAX_CLOCK_SKEW;

@@ -7,13 +7,19 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// Milliseconds since the session started, at its last datagram.
-pub(crate) struct Activity {
+pub struct Activity {
     start: Instant,
     last_ms: AtomicU64,
 }
 
+impl Default for Activity {
+    fn default() -> Activity {
+        Activity::new()
+    }
+}
+
 impl Activity {
-    pub(crate) fn new() -> Activity {
+    pub fn new() -> Activity {
         Activity {
             start: Instant::now(),
             last_ms: AtomicU64::new(0),
@@ -24,12 +30,12 @@ impl Activity {
         u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    pub(crate) fn touch(&self) {
+    pub fn touch(&self) {
         self.last_ms.store(self.now_ms(), Ordering::Relaxed);
     }
 
     /// How long since the last datagram.
-    pub(crate) fn idle_for(&self) -> Duration {
+    pub fn idle_for(&self) -> Duration {
         Duration::from_millis(
             self.now_ms()
                 .saturating_sub(self.last_ms.load(Ordering::Relaxed)),
@@ -37,7 +43,7 @@ impl Activity {
     }
 
     /// Resolves once nothing moved for `limit`.
-    pub(crate) async fn idle(&self, limit: Duration) {
+    pub async fn idle(&self, limit: Duration) {
         loop {
             let last = Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
             let deadline = self.start + last + limit;

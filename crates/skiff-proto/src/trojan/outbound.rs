@@ -1,5 +1,5 @@
-//! The Trojan outbound: dial the server (directly or through a chained outbound), run the
-//! transport layers (TLS, WebSocket) over it, then speak Trojan inside.
+//! The Trojan outbound: reach the server through the [`Dialer`] it holds (transport layers,
+//! and any chained outbound, are the dialer's business), then speak Trojan inside.
 //!
 //! UDP (`bind`) uses UDP ASSOCIATE (trojan.md §2): every packet carries its own address, so
 //! one Trojan connection carries a whole packet conversation, whatever destinations it talks
@@ -8,27 +8,28 @@
 
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use skiff_core::{
     Address, BoxFuture, BoxPacketConn, BoxStream, Dialer, Metadata, Outbound, PacketConn,
 };
-use skiff_proto::trojan::client;
-use skiff_proto::trojan::codec::{Command, PasswordHash};
-use skiff_proto::trojan::packet::TrojanPacketStream;
 use tokio::io::ReadBuf;
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::task::AbortHandle;
 use tracing::debug;
 
+use skiff_core::udp_links::{INBOX, Inbox};
+
+use super::client;
+use super::codec::{Command, PasswordHash};
+use super::packet::TrojanPacketStream;
+
 /// Datagrams waiting for the connection (while it is set up, or while TCP is slower than the
 /// sender); beyond that they are dropped, as a full socket buffer would.
 const QUEUE: usize = 64;
-/// Received datagrams waiting for the conversation's reader.
-const INBOX: usize = 64;
 /// How long reaching the server and its transport layers may take.
 const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
 /// After the connection failed, datagrams are dropped this long before the next one opens a
@@ -67,12 +68,10 @@ impl Outbound for TrojanOutbound {
                 dialer: self.dialer.clone(),
                 meta: meta.clone(),
             });
-            let (inbox_tx, inbox_rx) = mpsc::channel(INBOX);
             let conn: BoxPacketConn = Box::new(TrojanPackets {
                 dialer,
                 link: Mutex::new(None),
-                inbox_tx,
-                inbox: Mutex::new(inbox_rx),
+                inbox: Inbox::new(INBOX),
             });
             Ok(conn)
         })
@@ -97,9 +96,7 @@ struct Link {
 struct TrojanPackets {
     dialer: Arc<UdpOpener>,
     link: Mutex<Option<Link>>,
-    /// Cloned into every link; held here too so the inbox never reports a close.
-    inbox_tx: mpsc::Sender<(Address, Bytes)>,
-    inbox: Mutex<mpsc::Receiver<(Address, Bytes)>>,
+    inbox: Inbox,
 }
 
 impl PacketConn for TrojanPackets {
@@ -108,17 +105,7 @@ impl PacketConn for TrojanPackets {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<Address>> {
-        let mut inbox = self.inbox.lock().unwrap_or_else(PoisonError::into_inner);
-        match ready!(inbox.poll_recv(cx)) {
-            Some((from, packet)) => {
-                // Longer than the caller's buffer: truncated, as a UDP socket does.
-                let n = packet.len().min(buf.remaining());
-                buf.put_slice(&packet[..n]);
-                Poll::Ready(Ok(from))
-            }
-            // Unreachable while `inbox_tx` lives in self.
-            None => Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
-        }
+        self.inbox.poll_recv_from(cx, buf)
     }
 
     fn send_to<'a>(
@@ -133,12 +120,9 @@ impl PacketConn for TrojanPackets {
                 Some(running) if !running.task.is_finished() => running,
                 slot => {
                     let (queue, outgoing) = mpsc::channel(QUEUE);
-                    let task = tokio::spawn(run_link(
-                        self.dialer.clone(),
-                        outgoing,
-                        self.inbox_tx.clone(),
-                    ))
-                    .abort_handle();
+                    let task =
+                        tokio::spawn(run_link(self.dialer.clone(), outgoing, self.inbox.sender()))
+                            .abort_handle();
                     slot.insert(Link { queue, task })
                 }
             };
@@ -231,7 +215,8 @@ async fn carry(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use skiff_proto::trojan::server::{TrojanAccept, TrojanServer, TrojanUser, accept};
+    use crate::test_dialer::TcpDialer;
+    use crate::trojan::server::{TrojanAccept, TrojanServer, TrojanUser, accept};
     use std::future::poll_fn;
     use std::net::SocketAddr;
     use tokio::net::TcpListener;
@@ -282,7 +267,7 @@ mod tests {
             let outbound = TrojanOutbound {
                 server: Address::Ip(server),
                 hash: PasswordHash::of("pw"),
-                dialer: Arc::new(skiff_transport::tcp::TcpDialer::default()),
+                dialer: Arc::new(TcpDialer),
             };
             let conn = outbound.bind(&meta()).await.unwrap();
             let destinations: Vec<Address> = (0..20u16)

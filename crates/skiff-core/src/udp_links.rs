@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
+use crate::datagram::{self, BoxDatagramRecv, BoxDatagramSend};
+use crate::{Address, BoxFuture, BoxPacketConn, PacketConn};
 use bytes::Bytes;
-use skiff_core::{Address, BoxFuture, BoxPacketConn, PacketConn};
-use skiff_proto::datagram::{self, BoxDatagramRecv, BoxDatagramSend};
 use tokio::io::ReadBuf;
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
@@ -27,7 +27,7 @@ pub const MAX_LINKS: usize = 16;
 /// slower than the sender); beyond that they are dropped, as a full socket buffer would.
 const LINK_QUEUE: usize = 32;
 /// Received datagrams waiting for the conversation's reader, all destinations together.
-const INBOX: usize = 64;
+pub const INBOX: usize = 64;
 /// How long reaching the server and its transport layers may take.
 const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
 /// After a connection failed, datagrams to its destination are dropped this long before the
@@ -51,13 +51,53 @@ pub trait LinkOpener: Send + Sync + 'static {
 
 /// The packet conversation of an outbound whose connections `opener` opens.
 pub fn packet_conn(opener: Arc<dyn LinkOpener>) -> BoxPacketConn {
-    let (inbox_tx, inbox_rx) = mpsc::channel(INBOX);
     Box::new(StreamPackets {
         opener,
         links: Mutex::new(Links::default()),
-        inbox_tx,
-        inbox: Mutex::new(inbox_rx),
+        inbox: Inbox::new(INBOX),
     })
+}
+
+/// Datagrams that came back on a conversation's connections, with who sent them, waiting
+/// for the conversation's reader. Each connection's task holds a [`Inbox::sender`]; the inbox
+/// holds one too, so it never reports a close.
+pub struct Inbox {
+    tx: mpsc::Sender<(Address, Bytes)>,
+    rx: Mutex<mpsc::Receiver<(Address, Bytes)>>,
+}
+
+impl Inbox {
+    pub fn new(capacity: usize) -> Inbox {
+        let (tx, rx) = mpsc::channel(capacity);
+        Inbox {
+            tx,
+            rx: Mutex::new(rx),
+        }
+    }
+
+    /// For a connection's task to hand over what it receives.
+    pub fn sender(&self) -> mpsc::Sender<(Address, Bytes)> {
+        self.tx.clone()
+    }
+
+    /// [`PacketConn::poll_recv_from`] for the conversation.
+    pub fn poll_recv_from(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<Address>> {
+        let mut rx = self.rx.lock().unwrap_or_else(PoisonError::into_inner);
+        match ready!(rx.poll_recv(cx)) {
+            Some((from, packet)) => {
+                // Longer than the caller's buffer: truncated, as a UDP socket does.
+                let n = packet.len().min(buf.remaining());
+                buf.put_slice(&packet[..n]);
+                Poll::Ready(Ok(from))
+            }
+            // Unreachable while `tx` lives in self.
+            None => Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
+        }
+    }
 }
 
 /// One destination's connection, run by its own task.
@@ -78,9 +118,7 @@ struct Links {
 struct StreamPackets {
     opener: Arc<dyn LinkOpener>,
     links: Mutex<Links>,
-    /// Cloned into every link; held here too so the inbox never reports a close.
-    inbox_tx: mpsc::Sender<(Address, Bytes)>,
-    inbox: Mutex<mpsc::Receiver<(Address, Bytes)>>,
+    inbox: Inbox,
 }
 
 impl StreamPackets {
@@ -105,7 +143,7 @@ impl StreamPackets {
             self.opener.clone(),
             destination.clone(),
             outgoing,
-            self.inbox_tx.clone(),
+            self.inbox.sender(),
         ))
         .abort_handle();
         links.map.entry(destination.clone()).or_insert(Link {
@@ -122,17 +160,7 @@ impl PacketConn for StreamPackets {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<Address>> {
-        let mut inbox = self.inbox.lock().unwrap_or_else(PoisonError::into_inner);
-        match ready!(inbox.poll_recv(cx)) {
-            Some((from, packet)) => {
-                // Longer than the caller's buffer: truncated, as a UDP socket does.
-                let n = packet.len().min(buf.remaining());
-                buf.put_slice(&packet[..n]);
-                Poll::Ready(Ok(from))
-            }
-            // Unreachable while `inbox_tx` lives in self.
-            None => Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
-        }
+        self.inbox.poll_recv_from(cx, buf)
     }
 
     fn send_to<'a>(

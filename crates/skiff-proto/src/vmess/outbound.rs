@@ -1,18 +1,18 @@
-//! The VMess outbound: dial the server (directly or through a chained outbound), run the
-//! transport layers (TLS, WebSocket) over it, then speak VMess inside.
+//! The VMess outbound: reach the server through the [`Dialer`] it holds (transport layers,
+//! and any chained outbound, are the dialer's business), then speak VMess inside.
 //!
 //! UDP (`bind`) uses command 0x02 (vmess.md §4.4): one VMess connection carries the datagrams
-//! of one destination, one chunk each; [`crate::udp_links`] keeps one such connection per
+//! of one destination, one chunk each; [`skiff_core::udp_links`] keeps one such connection per
 //! destination, as for VLESS.
 
 use std::io;
 use std::sync::Arc;
 
+use skiff_core::datagram::{BoxDatagramRecv, BoxDatagramSend};
+use skiff_core::udp_links::{self, LinkOpener};
 use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Dialer, Metadata, Outbound};
-use skiff_proto::datagram::{BoxDatagramRecv, BoxDatagramSend};
-use skiff_proto::vmess::{Command, VmessClient};
 
-use crate::udp_links::{self, LinkOpener};
+use super::{Command, VmessClient};
 
 pub struct VmessOutbound {
     pub server: Address,

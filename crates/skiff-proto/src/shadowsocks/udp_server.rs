@@ -4,10 +4,10 @@
 //! Sessions: AEAD-2017 has none on the wire, so a session is a client address; 2022 sessions
 //! are the client's session id (the client may move; replies go to where it last sent from).
 //! Each session has its own outbound packet conversation (routed by its first destination, as
-//! SOCKS5 UDP ASSOCIATE is) and, for 2022, our own random session id and packet counter. A
-//! session ends after the policy's connIdle without traffic (2022: at least 60 s, so a replayed
-//! packet meets either its session's packet-id window or a stale timestamp); their number is
-//! capped.
+//! SOCKS5 UDP ASSOCIATE is; the app's [`PacketConnector`] routes, logs and counts it) and, for
+//! 2022, our own random session id and packet counter. A session ends after the policy's
+//! connIdle without traffic (2022: at least 60 s, so a replayed packet meets either its
+//! session's packet-id window or a stale timestamp); their number is capped.
 //! Packets that do not open are dropped without a word.
 
 use std::collections::HashMap;
@@ -16,20 +16,17 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use skiff_core::{Address, BoxPacketConn, Metadata, Network};
-use skiff_proto::shadowsocks::codec::random_salt;
-use skiff_proto::shadowsocks::server::ShadowsocksServer;
-use skiff_proto::shadowsocks::udp2022::{self, PeerKey, Receiver, Sender};
-use skiff_proto::shadowsocks::{Method, udp, unix_now};
+use skiff_core::activity::Activity;
+use skiff_core::{Address, Metadata, Network, PacketConnector, RoutedPackets};
 use tokio::io::ReadBuf;
 use tokio::net::UdpSocket;
 use tokio::sync::watch;
 use tracing::debug;
 
-use crate::activity::Activity;
-use crate::inbound::InboundHandler;
-use crate::shared::Shared;
-use crate::udp::MAX_UDP_SESSIONS;
+use super::codec::random_salt;
+use super::server::ShadowsocksServer;
+use super::udp2022::{self, PeerKey, Receiver, Sender};
+use super::{Method, udp, unix_now};
 
 /// Largest datagram a UDP socket hands us.
 const DATAGRAM_MAX: usize = 65_535;
@@ -59,7 +56,8 @@ enum Seal {
 }
 
 struct Session {
-    conn: BoxPacketConn,
+    /// The routed conversation, its idle limit and counters.
+    routed: RoutedPackets,
     activity: Activity,
     /// Where the client last sent from: replies go there.
     client: Mutex<SocketAddr>,
@@ -81,12 +79,14 @@ struct Incoming {
     receiver: Option<Receiver>,
 }
 
-/// Serves one Shadowsocks inbound's UDP socket until shutdown.
+/// Serves one Shadowsocks inbound's UDP socket until shutdown; `tag` names the inbound, at
+/// most `max_sessions` sessions live at once (packets opening more are dropped).
 pub async fn serve(
-    shared: Arc<Shared>,
-    inbound: Arc<InboundHandler>,
+    tag: Arc<str>,
     socket: Arc<UdpSocket>,
     server: Arc<ShadowsocksServer>,
+    connector: Arc<dyn PacketConnector>,
+    max_sessions: usize,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let sessions: Sessions = Arc::default();
@@ -118,7 +118,7 @@ pub async fn serve(
             r = socket.recv_from(&mut buf) => match r {
                 Ok(r) => r,
                 Err(e) => {
-                    debug!(inbound = %inbound.tag, error = %e, "UDP receive failed");
+                    debug!(inbound = %tag, error = %e, "UDP receive failed");
                     continue;
                 }
             },
@@ -137,7 +137,7 @@ pub async fn serve(
             ),
         };
         let Some(mut incoming) = incoming else {
-            debug!(inbound = %inbound.tag, %source, "Shadowsocks UDP: packet that does not open dropped");
+            debug!(inbound = %tag, %source, "Shadowsocks UDP: packet that does not open dropped");
             continue;
         };
         let existing = sessions
@@ -149,12 +149,12 @@ pub async fn serve(
             Some(session) => session,
             None => {
                 let count = sessions.lock().map(|m| m.len()).unwrap_or(usize::MAX);
-                if count >= MAX_UDP_SESSIONS {
-                    debug!(inbound = %inbound.tag, %source, "UDP session cap reached; dropping");
+                if count >= max_sessions {
+                    debug!(inbound = %tag, %source, "UDP session cap reached; dropping");
                     continue;
                 }
                 let Some(session) =
-                    open_session(&shared, &inbound, &server, &mut incoming, source, local).await
+                    open_session(&tag, &*connector, &server, &mut incoming, source, local).await
                 else {
                     continue;
                 };
@@ -162,9 +162,7 @@ pub async fn serve(
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .insert(incoming.key, session.clone());
-                let mut idle = shared
-                    .level(session_level(&server, &inbound, incoming.user))
-                    .conn_idle;
+                let mut idle = session.routed.idle;
                 if matches!(incoming.key, SessionKey::Client(_)) {
                     // A 2022 session outlives the timestamp window (shadowsocks.md §2.5), or a
                     // packet replayed after it ended would open a fresh packet-id window.
@@ -175,7 +173,6 @@ pub async fn serve(
                     socket.clone(),
                     incoming.key,
                     sessions.clone(),
-                    inbound.clone(),
                     idle,
                 ));
                 session
@@ -187,15 +184,11 @@ pub async fn serve(
             .unwrap_or_else(PoisonError::into_inner) = source;
         session.activity.touch();
         let payload = &buf[incoming.payload.clone()];
-        inbound.uplink.add(payload.len() as u64);
-        if let Err(e) = session.conn.send_to(payload, &incoming.target).await {
+        session.routed.uplink.add(payload.len() as u64);
+        if let Err(e) = session.routed.conn.send_to(payload, &incoming.target).await {
             debug!(destination = %incoming.target, error = %e, "UDP send failed");
         }
     }
-}
-
-fn session_level(server: &ShadowsocksServer, inbound: &InboundHandler, user: usize) -> u32 {
-    server.users().get(user).map_or(inbound.level, |u| u.level)
 }
 
 /// 2022: identifies the packet's session and user, then opens it with the session's window
@@ -250,40 +243,28 @@ fn open_2022(
     })
 }
 
-/// Routes a new session by its first destination and opens its outbound conversation.
+/// Has a new session routed by its first destination and opens its outbound conversation.
 async fn open_session(
-    shared: &Shared,
-    inbound: &InboundHandler,
+    tag: &Arc<str>,
+    connector: &dyn PacketConnector,
     server: &ShadowsocksServer,
     incoming: &mut Incoming,
     source: SocketAddr,
     local: SocketAddr,
 ) -> Option<Arc<Session>> {
     let user = server.users().get(incoming.user)?;
-    let mut meta = Metadata::new(inbound.tag.clone(), source, local);
+    let mut meta = Metadata::new(tag.clone(), source, local);
     meta.network = Network::Udp;
     meta.level = user.level;
     meta.user = user.email.as_deref().map(Arc::from);
     meta.destination = Some(incoming.target.clone());
-    let outbound = shared.pick(&meta).await;
-    let conn = match outbound.handler.bind(&meta).await {
-        Ok(conn) => conn,
+    let routed = match connector.bind(&meta).await {
+        Ok(routed) => routed,
         Err(e) => {
             debug!(%source, error = %e, "UDP outbound bind failed");
             return None;
         }
     };
-    if shared.access.enabled() {
-        let email = user
-            .email
-            .as_deref()
-            .map(|u| format!(" email: {u}"))
-            .unwrap_or_default();
-        shared.access.write(format_args!(
-            "from {source} accepted udp:{} [{} -> {}]{email}",
-            incoming.target, inbound.tag, outbound.tag
-        ));
-    }
     let seal = match (&incoming.key, server.method_2022()) {
         (SessionKey::Client(client_session), Some(method)) => Seal::V2022 {
             sender: Box::new(Mutex::new(Sender::server(
@@ -300,7 +281,7 @@ async fn open_session(
     };
     let receiver = incoming.receiver.take().map(Mutex::new);
     Some(Arc::new(Session {
-        conn,
+        routed,
         activity: Activity::new(),
         client: Mutex::new(source),
         user: incoming.user,
@@ -326,7 +307,6 @@ async fn replies(
     socket: Arc<UdpSocket>,
     key: SessionKey,
     sessions: Sessions,
-    inbound: Arc<InboundHandler>,
     idle: Duration,
 ) {
     let mut buf = vec![0u8; DATAGRAM_MAX];
@@ -335,7 +315,7 @@ async fn replies(
         let mut read = ReadBuf::new(&mut buf);
         let received = tokio::time::timeout(
             idle,
-            poll_fn(|cx| session.conn.poll_recv_from(cx, &mut read)),
+            poll_fn(|cx| session.routed.conn.poll_recv_from(cx, &mut read)),
         )
         .await;
         let from = match received {
@@ -369,7 +349,7 @@ async fn replies(
                 continue;
             }
         };
-        inbound.downlink.add(data.len() as u64);
+        session.routed.downlink.add(data.len() as u64);
         let client = *session
             .client
             .lock()

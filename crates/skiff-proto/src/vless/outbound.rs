@@ -1,28 +1,45 @@
-//! The VLESS outbound: dial the server (directly or through a chained outbound), run the
-//! transport layers (TLS, WebSocket) over it, then speak VLESS inside.
+//! The VLESS outbound: reach the server through the [`Dialer`] it holds (transport layers,
+//! and any chained outbound, are the dialer's business), then speak VLESS inside.
 //!
 //! UDP (`bind`) uses command 0x02 (vless.md §4.2): one VLESS connection carries the datagrams
-//! of one destination, as length-prefixed packets; [`crate::udp_links`] keeps one such
+//! of one destination, as length-prefixed packets; [`skiff_core::udp_links`] keeps one such
 //! connection per destination.
 
 use std::io;
 use std::sync::Arc;
 
+use skiff_core::datagram::{BoxDatagramRecv, BoxDatagramSend};
+use skiff_core::udp_links::{self, LinkOpener};
 use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Dialer, Metadata, Outbound};
-use skiff_proto::datagram::{BoxDatagramRecv, BoxDatagramSend};
-use skiff_proto::vless::client;
-use skiff_proto::vless::codec::Command;
-use skiff_proto::vless::packet::VlessPacketStream;
-use skiff_proto::vless::user::UserId;
 
-use skiff_config::VlessFlow;
+use super::client;
+use super::codec::Command;
+use super::packet::VlessPacketStream;
+use crate::user_id::UserId;
 
-use crate::udp_links::{self, LinkOpener};
+/// The flow an outbound user asks for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Flow {
+    /// Plain VLESS.
+    #[default]
+    None,
+    /// XTLS Vision (`xtls-rprx-vision`).
+    Vision,
+    /// Vision, and UDP to port 443 is carried too (`xtls-rprx-vision-udp443`; the wire says
+    /// `xtls-rprx-vision`).
+    VisionUdp443,
+}
+
+impl Flow {
+    pub fn is_vision(self) -> bool {
+        self != Flow::None
+    }
+}
 
 pub struct VlessOutbound {
     pub server: Address,
     pub user: UserId,
-    pub flow: VlessFlow,
+    pub flow: Flow,
     /// How to reach the server (its layers, directly or through a chained outbound).
     pub dialer: Arc<dyn Dialer>,
 }
@@ -65,7 +82,7 @@ impl Outbound for VlessOutbound {
 struct Links {
     server: Address,
     user: UserId,
-    flow: VlessFlow,
+    flow: Flow,
     dialer: Arc<dyn Dialer>,
     meta: Metadata,
 }
@@ -79,7 +96,7 @@ impl LinkOpener for Links {
         Box::pin(async move {
             // Xray's Vision client keeps UDP/443 (QUIC) off the tunnel unless the flow says
             // `-udp443`, so browsers fall back to TCP, where Vision can do its work.
-            if self.flow == VlessFlow::Vision && destination.port() == 443 {
+            if self.flow == Flow::Vision && destination.port() == 443 {
                 return Err(io::Error::new(
                     io::ErrorKind::PermissionDenied,
                     "XTLS Vision refuses UDP to port 443 (use flow xtls-rprx-vision-udp443 to allow it)",
@@ -112,8 +129,9 @@ impl LinkOpener for Links {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::udp_links::{MAX_LINKS, REDIAL_PAUSE};
-    use skiff_proto::vless::server::{VlessAccept, VlessServer, VlessUser, accept};
+    use crate::test_dialer::TcpDialer;
+    use crate::vless::server::{VlessAccept, VlessServer, VlessUser, accept};
+    use skiff_core::udp_links::{MAX_LINKS, REDIAL_PAUSE};
     use std::future::poll_fn;
     use std::net::SocketAddr;
     use std::time::Duration;
@@ -176,8 +194,8 @@ mod tests {
         VlessOutbound {
             server: Address::Ip(server),
             user: UserId::from_bytes(ID),
-            flow: VlessFlow::None,
-            dialer: Arc::new(skiff_transport::tcp::TcpDialer::default()),
+            flow: Flow::None,
+            dialer: Arc::new(TcpDialer),
         }
     }
 

@@ -1,5 +1,5 @@
-//! The Shadowsocks outbound: dial the server (directly or through a chained outbound), run the
-//! transport layers, then speak Shadowsocks inside.
+//! The Shadowsocks outbound: reach the server through the [`Dialer`] it holds (transport
+//! layers, and any chained outbound, are the dialer's business), then speak Shadowsocks inside.
 //!
 //! UDP (`bind`) is native Shadowsocks UDP: one socket per packet conversation to the server,
 //! every datagram carrying its own destination (shadowsocks.md §1.5, §2.5), so one association
@@ -16,13 +16,14 @@ use std::task::{Context, Poll, ready};
 use skiff_core::{
     Address, BoxFuture, BoxPacketConn, BoxStream, Dialer, Metadata, Outbound, PacketConn,
 };
-use skiff_proto::shadowsocks::client::{self, ClientConfig};
-use skiff_proto::shadowsocks::codec::{random_padding, random_salt};
-use skiff_proto::shadowsocks::udp2022::{self, PeerKey, Receiver, Sender};
-use skiff_proto::shadowsocks::{Method, udp, unix_now};
 use tokio::io::ReadBuf;
 use tokio::net::UdpSocket;
 use tracing::debug;
+
+use super::client::{self, ClientConfig};
+use super::codec::{random_padding, random_salt};
+use super::udp2022::{self, PeerKey, Receiver, Sender};
+use super::{Method, udp, unix_now};
 
 /// Largest datagram a UDP socket carries.
 const DATAGRAM_MAX: usize = 65_535;

@@ -1,4 +1,5 @@
-//! VLESS user ids: parsing the configured id strings and comparing received ids.
+//! User ids as VLESS and VMess carry them (a UUID): parsing the configured id strings and
+//! comparing received ids.
 //!
 //! A configured id is either a UUID string (32–36 characters: 32 hex digits with optional
 //! dashes between the 8-4-4-4-12 groups) or, as Xray allows, any other string of 1..=30 bytes,
