@@ -29,3 +29,6 @@ pub use stats::{Counter, DirectionCounters, Stats};
 pub mod outbound;
 
 pub use outbound::{BoxPacketConn, Dialer, Outbound, PacketConn};
+pub mod resolve;
+
+pub use resolve::{Family, Resolve};
