@@ -11,7 +11,7 @@ use skiff_geodata::{DomainSet, IpMatcher};
 /// Xray's per-server default (`timeoutMs` 4000).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(4);
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct DnsConfig {
     /// In the config's order; every matching entry contributes (as Xray's static hosts).
     pub hosts: Vec<HostEntry>,
@@ -63,7 +63,7 @@ impl QueryStrategy {
     }
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct HostEntry {
     /// The key as written, for logs.
     pub key: String,
@@ -78,7 +78,7 @@ pub enum HostValue {
     Alias(String),
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct ServerConfig {
     pub endpoint: Endpoint,
     /// `domains`: names this server is asked first for.
@@ -89,11 +89,15 @@ pub struct ServerConfig {
     pub query_strategy: QueryStrategy,
     pub client_ip: Option<IpAddr>,
     pub timeout: Duration,
+    /// This server's answers are not cached (its own `disableCache`, or the section's).
+    pub disable_cache: bool,
+    /// `finalQuery`: no server after this one is asked.
+    pub final_query: bool,
 }
 
 /// `expectIPs` / `unexpectedIPs`. `prefer` is Xray's `"*"` entry: filter when something is
 /// left, keep the answer as it is otherwise.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct IpFilter {
     pub set: Arc<IpMatcher>,
     pub prefer: bool,

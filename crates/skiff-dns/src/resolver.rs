@@ -28,6 +28,8 @@ struct Server {
     strategy: QueryStrategy,
     client_ip: Option<IpAddr>,
     timeout: Duration,
+    cached: bool,
+    final_query: bool,
 }
 
 pub struct Resolver {
@@ -110,22 +112,26 @@ impl Resolver {
     }
 
     /// Xray's server order: servers whose `domains` match the name first (in config order),
-    /// then every other server without `skipFallback`, unless fallback is disabled. With
-    /// nothing left, the first server.
+    /// then every other server without `skipFallback`, unless fallback is disabled; a
+    /// `finalQuery` server ends the list. With nothing in it, the first server.
     fn order(&self, name: &str) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..self.servers.len())
-            .filter(|i| {
-                self.servers[*i]
-                    .domains
-                    .as_ref()
-                    .is_some_and(|d| d.matches(name))
-            })
-            .collect();
+        let mut order = Vec::new();
+        for (i, s) in self.servers.iter().enumerate() {
+            if s.domains.as_ref().is_some_and(|d| d.matches(name)) {
+                order.push(i);
+                if s.final_query {
+                    return order;
+                }
+            }
+        }
         let matched = !order.is_empty();
         if !(self.disable_fallback || self.disable_fallback_if_match && matched) {
             for (i, s) in self.servers.iter().enumerate() {
                 if !s.skip_fallback && !order.contains(&i) {
                     order.push(i);
+                    if s.final_query {
+                        return order;
+                    }
                 }
             }
         }
@@ -158,12 +164,13 @@ impl Resolver {
     }
 
     async fn ask_type(&self, index: usize, name: &str, v6: bool) -> Result<Vec<IpAddr>, DnsError> {
-        if let Some(cache) = &self.cache
+        let server = &self.servers[index];
+        let cache = self.cache.as_ref().filter(|_| server.cached);
+        if let Some(cache) = cache
             && let Some(ips) = cache.get(index, name, v6, Instant::now())
         {
             return Ok(ips);
         }
-        let server = &self.servers[index];
         let answer = tokio::time::timeout(
             server.timeout,
             server
@@ -175,7 +182,7 @@ impl Resolver {
             after: server.timeout,
             wrong_ids: 0,
         })??;
-        if let Some(cache) = &self.cache {
+        if let Some(cache) = cache {
             cache.insert(index, name, v6, &answer.ips, answer.ttl, Instant::now());
         }
         Ok(answer.ips)
@@ -197,6 +204,8 @@ fn server(
         strategy: config.query_strategy,
         client_ip: config.client_ip.or(client_ip),
         timeout: config.timeout,
+        cached: !config.disable_cache,
+        final_query: config.final_query,
     })
 }
 

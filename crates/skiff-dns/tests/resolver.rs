@@ -39,6 +39,8 @@ fn server(endpoint: Endpoint) -> ServerConfig {
         query_strategy: QueryStrategy::default(),
         client_ip: None,
         timeout: Duration::from_millis(800),
+        disable_cache: false,
+        final_query: false,
     }
 }
 
