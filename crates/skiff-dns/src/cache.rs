@@ -57,7 +57,8 @@ impl Cache {
         }
     }
 
-    /// Keeps `ips` for `ttl` seconds; a zero TTL or an empty answer is not kept.
+    /// Keeps `ips` for `ttl` seconds (an empty answer too: RFC 2308's negative caching, the
+    /// TTL then coming from the SOA); a zero TTL is not kept.
     pub fn insert(
         &self,
         server: usize,
@@ -67,7 +68,7 @@ impl Cache {
         ttl: u32,
         now: Instant,
     ) {
-        if ttl == 0 || ips.is_empty() {
+        if ttl == 0 {
             return;
         }
         let ttl = Duration::from_secs(ttl.into()).min(MAX_TTL);

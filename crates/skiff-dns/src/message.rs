@@ -128,10 +128,23 @@ impl Question {
             }
         }
         if ips.is_empty() {
-            ttl = 0;
+            ttl = negative_ttl(message);
         }
         Answer { ips, ttl }
     }
+}
+
+/// How long "no such address" may be kept (RFC 2308): the SOA's TTL, at most its minimum;
+/// 0 (not kept) without an SOA.
+fn negative_ttl(message: &Message) -> u32 {
+    message
+        .authorities
+        .iter()
+        .find_map(|r| match &r.data {
+            RData::SOA(soa) => Some(r.ttl.min(soa.minimum)),
+            _ => None,
+        })
+        .unwrap_or(0)
 }
 
 /// The transaction id of a message, if it has a header at all.
@@ -157,7 +170,7 @@ pub struct Answer {
 mod tests {
     use super::*;
     use hickory_proto::rr::Record;
-    use hickory_proto::rr::rdata::{A, AAAA, CNAME};
+    use hickory_proto::rr::rdata::{A, AAAA, CNAME, SOA};
 
     fn reply_to(query: &[u8], build: impl FnOnce(&mut Message, &Name)) -> Vec<u8> {
         let q = Message::from_vec(query).unwrap();
@@ -274,6 +287,15 @@ mod tests {
             m.metadata.response_code = ResponseCode::NXDomain
         });
         assert!(matches!(q.decode(1, &nx), Ok(Reply::Answer(a)) if a.ips.is_empty()));
+        // No address, with the zone's SOA: kept for min(SOA TTL, minimum).
+        let nodata = reply_to(&query, |m, _| {
+            let zone = Name::from_ascii("example.com.").unwrap();
+            let soa = SOA::new(zone.clone(), zone.clone(), 1, 60, 60, 60, 30);
+            m.add_authority(Record::from_rdata(zone, 300, RData::SOA(soa)));
+        });
+        assert!(
+            matches!(q.decode(1, &nodata), Ok(Reply::Answer(a)) if a.ips.is_empty() && a.ttl == 30)
+        );
         assert!(Question::new("", false).is_err());
         assert!(Question::new("a..b", false).is_err());
     }

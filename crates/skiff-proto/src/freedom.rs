@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use skiff_core::tcp_tuning::TcpTuning;
-use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Metadata, Outbound, PacketConn};
+use skiff_core::{
+    Address, BoxFuture, BoxPacketConn, BoxStream, Family, Metadata, Outbound, PacketConn,
+};
 use tokio::io::ReadBuf;
 use tokio::net::{TcpStream, UdpSocket};
 
@@ -31,6 +33,9 @@ pub struct Freedom {
     pub via: Option<Arc<dyn Outbound>>,
     /// No delay and the congestion control for dialed connections (`sockopt`).
     pub tcp_tuning: TcpTuning,
+    /// The DNS module (a `dns` section), which UseIP* resolve through as in Xray; without
+    /// one, and always for AsIs, the system resolver.
+    pub resolver: Option<Arc<dyn skiff_core::Resolve>>,
 }
 
 impl Freedom {
@@ -56,6 +61,19 @@ impl Freedom {
         match target {
             Address::Ip(sa) => Ok(vec![*sa]),
             Address::Domain(name, port) => {
+                let family = match self.resolve {
+                    Resolve::AsIs => None,
+                    Resolve::Any => Some(Family::Any),
+                    Resolve::V4 => Some(Family::V4),
+                    Resolve::V6 => Some(Family::V6),
+                };
+                if let (Some(resolver), Some(family)) = (&self.resolver, family) {
+                    let ips = resolver.lookup(name, family).await?;
+                    return Ok(ips
+                        .into_iter()
+                        .map(|ip| SocketAddr::new(ip, *port))
+                        .collect());
+                }
                 let all: Vec<SocketAddr> = tokio::net::lookup_host((name.as_str(), *port))
                     .await?
                     .collect();
@@ -119,6 +137,7 @@ impl Outbound for Freedom {
                 socket,
                 resolve: self.resolve,
                 redirect: self.redirect.clone(),
+                resolver: self.resolver.clone(),
             });
             Ok(conn)
         })
@@ -129,6 +148,7 @@ struct DirectPackets {
     socket: UdpSocket,
     resolve: Resolve,
     redirect: Option<(String, u16)>,
+    resolver: Option<Arc<dyn skiff_core::Resolve>>,
 }
 
 impl DirectPackets {
@@ -170,6 +190,7 @@ impl PacketConn for DirectPackets {
                 redirect: self.redirect.clone(),
                 via: None,
                 tcp_tuning: TcpTuning::default(),
+                resolver: self.resolver.clone(),
             };
             let target = freedom.target(destination);
             let addr = match &target {
