@@ -13,7 +13,7 @@ use skiff_dns::{
     ServerConfig, TlsRoots,
 };
 use skiff_geodata::{Domain, DomainKind, DomainSet, IpMatcher, IpSet};
-use support::{Fault, TestServer, Zone, doh_server, udp_server};
+use support::{Fault, TestServer, Zone, doh_server, dot_server, udp_server};
 
 fn ips(list: &[&str]) -> Vec<IpAddr> {
     list.iter().map(|s| s.parse().unwrap()).collect()
@@ -264,6 +264,29 @@ async fn doh_upstream_over_http2() {
 }
 
 #[tokio::test]
+async fn dot_upstream() {
+    let upstream = dot_server(zone()).await;
+    let roots = TlsRoots {
+        extra: vec![upstream.ca.clone().unwrap()],
+        no_system: true,
+    };
+    let endpoint = Endpoint::parse(&format!("tls://{}", upstream.addr), 0).unwrap();
+    let r = Resolver::new(
+        DnsConfig {
+            servers: vec![server(endpoint)],
+            ..DnsConfig::default()
+        },
+        &roots,
+    )
+    .unwrap();
+    assert_eq!(
+        r.lookup("intranet.example", Family::V4).await.unwrap(),
+        ips(&["10.1.2.3"])
+    );
+    assert_eq!(upstream.count(), 1);
+}
+
+#[tokio::test]
 async fn server_order_and_expect_ips() {
     // `a` answers with private addresses only; `b` with public ones.
     let a = udp_server(
@@ -330,6 +353,19 @@ async fn server_order_and_expect_ips() {
     });
     assert!(r.lookup("intranet.example", Family::V4).await.is_err());
     assert_eq!(b.count() - b_before, 1, "b was not asked again");
+    // finalQuery: nothing after a is asked, even when a has no answer.
+    let mut last = udp(&a);
+    last.final_query = true;
+    let r = resolver(DnsConfig {
+        servers: vec![last, udp(&b)],
+        ..DnsConfig::default()
+    });
+    assert!(r.lookup("intranet.example", Family::V4).await.is_err());
+    assert_eq!(
+        b.count() - b_before,
+        1,
+        "b was not asked after a final server"
+    );
 }
 
 #[tokio::test]

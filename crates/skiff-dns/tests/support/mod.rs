@@ -174,8 +174,8 @@ pub async fn udp_server(zone: Zone, fault: Fault) -> TestServer {
     }
 }
 
-/// A DoH server on 127.0.0.1 with a certificate for that IP, signed by a fresh CA.
-pub async fn doh_server(zone: Zone, fault: Fault) -> TestServer {
+/// A TLS acceptor for 127.0.0.1 offering `alpn`, with the CA that signed its certificate.
+pub fn tls_acceptor(alpn: &[&[u8]]) -> (tokio_rustls::TlsAcceptor, CertificateDer<'static>) {
     let ca_key = rcgen::KeyPair::generate().unwrap();
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -196,8 +196,50 @@ pub async fn doh_server(zone: Zone, fault: Fault) -> TestServer {
             PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der())),
         )
         .unwrap();
-    config.alpn_protocols = vec![b"h2".to_vec()];
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    (
+        tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+        ca_cert.der().clone(),
+    )
+}
+
+/// A DNS-over-TLS server on 127.0.0.1 (one query per connection).
+pub async fn dot_server(zone: Zone) -> TestServer {
+    let (acceptor, ca) = tls_acceptor(&[]);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let queries = Arc::new(AtomicUsize::new(0));
+    let count = queries.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, zone, count) = (acceptor.clone(), zone.clone(), count.clone());
+            tokio::spawn(async move {
+                let mut stream = acceptor.accept(tcp).await?;
+                count.fetch_add(1, Ordering::SeqCst);
+                let mut len = [0u8; 2];
+                stream.read_exact(&mut len).await?;
+                let mut query = vec![0u8; u16::from_be_bytes(len).into()];
+                stream.read_exact(&mut query).await?;
+                let reply = zone.answer(&query, Fault::None);
+                stream
+                    .write_all(&(reply.len() as u16).to_be_bytes())
+                    .await?;
+                stream.write_all(&reply).await?;
+                stream.flush().await?;
+                std::io::Result::Ok(())
+            });
+        }
+    });
+    TestServer {
+        addr,
+        queries,
+        ca: Some(ca),
+    }
+}
+
+/// A DoH server on 127.0.0.1 with a certificate for that IP, signed by a fresh CA.
+pub async fn doh_server(zone: Zone, fault: Fault) -> TestServer {
+    let (acceptor, ca) = tls_acceptor(&[b"h2"]);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let queries = Arc::new(AtomicUsize::new(0));
@@ -261,6 +303,6 @@ pub async fn doh_server(zone: Zone, fault: Fault) -> TestServer {
     TestServer {
         addr,
         queries,
-        ca: Some(ca_cert.der().clone()),
+        ca: Some(ca),
     }
 }
