@@ -54,7 +54,17 @@ impl Running {
     /// any listener cannot be bound, naming it.
     pub async fn start(plan: &Plan) -> io::Result<Running> {
         let stats = Stats::new();
-        let outbounds = outbounds::build(&plan.outbounds, &stats)
+        let resolver = match &plan.dns {
+            None => None,
+            Some(dns) => {
+                let built = skiff_dns::Resolver::new(dns.clone(), &skiff_dns::TlsRoots::default())
+                    .map_err(|e| {
+                        io::Error::new(io::ErrorKind::InvalidInput, format!("dns: {e}"))
+                    })?;
+                Some(Arc::new(built) as Arc<dyn skiff_core::Resolve>)
+            }
+        };
+        let outbounds = outbounds::build(&plan.outbounds, &stats, resolver.as_ref())
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let router = Router::new(&plan.routing, |tag| {
             plan.outbounds.iter().position(|o| o.tag == tag)
@@ -68,6 +78,7 @@ impl Running {
             access: AccessLog::open(&plan.log.access)?,
             cut: cut_signal,
             fallback_chains: Default::default(),
+            resolver,
         });
         let (shutdown, _) = watch::channel(false);
         let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));

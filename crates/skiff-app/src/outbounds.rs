@@ -28,7 +28,12 @@ pub struct OutboundHandler {
     pub downlink: Arc<Counter>,
 }
 
-pub fn build(plans: &[OutboundPlan], stats: &Stats) -> Result<Vec<OutboundHandler>, String> {
+/// `resolver` is the DNS module, when the config has a `dns` section (freedom's UseIP*).
+pub fn build(
+    plans: &[OutboundPlan],
+    stats: &Stats,
+    resolver: Option<&Arc<dyn skiff_core::Resolve>>,
+) -> Result<Vec<OutboundHandler>, String> {
     let mut built: HashMap<String, Arc<dyn Outbound>> = HashMap::new();
     // Chains are acyclic and at most as long as the list: build in rounds until all exist.
     for _ in 0..=plans.len() {
@@ -43,7 +48,8 @@ pub fn build(plans: &[OutboundPlan], stats: &Stats) -> Result<Vec<OutboundHandle
                     None => continue,
                 },
             };
-            let handler = make(plan, via).map_err(|e| format!("outbound `{}`: {e}", plan.tag))?;
+            let handler =
+                make(plan, via, resolver).map_err(|e| format!("outbound `{}`: {e}", plan.tag))?;
             built.insert(plan.tag.clone(), handler);
         }
     }
@@ -52,7 +58,8 @@ pub fn build(plans: &[OutboundPlan], stats: &Stats) -> Result<Vec<OutboundHandle
         .map(|plan| {
             let handler = match built.get(&plan.tag) {
                 Some(h) => h.clone(),
-                None => make(plan, None).map_err(|e| format!("outbound `{}`: {e}", plan.tag))?,
+                None => make(plan, None, resolver)
+                    .map_err(|e| format!("outbound `{}`: {e}", plan.tag))?,
             };
             Ok(OutboundHandler {
                 tag: Arc::from(plan.tag.as_str()),
@@ -74,7 +81,11 @@ fn server_dialer(
     crate::stream_settings::client_dialer(&plan.stream, server, via)
 }
 
-fn make(plan: &OutboundPlan, via: Option<Arc<dyn Outbound>>) -> Result<Arc<dyn Outbound>, String> {
+fn make(
+    plan: &OutboundPlan,
+    via: Option<Arc<dyn Outbound>>,
+    resolver: Option<&Arc<dyn skiff_core::Resolve>>,
+) -> Result<Arc<dyn Outbound>, String> {
     Ok(match &plan.protocol {
         OutboundProtocol::Freedom(f) => Arc::new(Freedom {
             resolve: match f.domain_strategy {
@@ -85,6 +96,7 @@ fn make(plan: &OutboundPlan, via: Option<Arc<dyn Outbound>>) -> Result<Arc<dyn O
             },
             redirect: f.redirect.clone(),
             dialer: crate::stream_settings::direct_dialer(&plan.stream, via),
+            resolver: resolver.cloned(),
         }),
         OutboundProtocol::Blackhole(b) => Arc::new(Blackhole {
             http_response: b.response == skiff_config::BlackholeResponse::Http,

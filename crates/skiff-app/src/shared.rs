@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use skiff_config::{LevelPolicy, PolicyPlan};
-use skiff_core::{Address, DirectionCounters, Metadata, RelayCounters, RelayPolicy, Stats};
+use skiff_core::{
+    Address, DirectionCounters, Family, Metadata, RelayCounters, RelayPolicy, Resolve, Stats,
+};
 
 use tokio::sync::watch;
 
@@ -28,6 +30,9 @@ pub struct Shared {
     pub cut: watch::Receiver<bool>,
     /// Open fallback connections to our own kind of listener, for loop detection.
     pub fallback_chains: FallbackChains,
+    /// The DNS module (a `dns` section) routing resolves through; the system resolver
+    /// without one.
+    pub resolver: Option<Arc<dyn Resolve>>,
 }
 
 impl Shared {
@@ -41,7 +46,9 @@ impl Shared {
             Route::To(i) => i,
             Route::NeedIps => {
                 let ips = match &meta.destination {
-                    Some(Address::Domain(name, port)) => resolve(name, *port).await,
+                    Some(Address::Domain(name, port)) => {
+                        resolve(self.resolver.as_deref(), name, *port).await
+                    }
                     _ => Vec::new(),
                 };
                 match self.router.route(meta, Some(&ips)) {
@@ -97,7 +104,20 @@ impl Shared {
     }
 }
 
-async fn resolve(name: &str, port: u16) -> Vec<IpAddr> {
+/// The domain's IPs for routing; none when it does not resolve in time (the IP rules then
+/// do not match, as in Xray).
+async fn resolve(resolver: Option<&dyn Resolve>, name: &str, port: u16) -> Vec<IpAddr> {
+    if let Some(resolver) = resolver {
+        let lookup = resolver.lookup(name, Family::Any);
+        return match tokio::time::timeout(ROUTING_RESOLVE_TIMEOUT, lookup).await {
+            Ok(Ok(ips)) => ips,
+            Ok(Err(e)) => {
+                tracing::debug!("routing: resolving {name}: {e}");
+                Vec::new()
+            }
+            Err(_) => Vec::new(),
+        };
+    }
     match tokio::time::timeout(
         ROUTING_RESOLVE_TIMEOUT,
         tokio::net::lookup_host((name, port)),

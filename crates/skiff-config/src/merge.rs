@@ -31,6 +31,7 @@ use std::path::Path;
 
 use crate::diag::Diagnostic;
 use crate::raw::bounds::{RawInbound, RawOutbound};
+use crate::raw::dns::RawDns;
 use crate::raw::top::{RawLog, RawPolicy, RawRouting};
 use crate::raw::{Damage, Item, ParsedFile};
 
@@ -42,6 +43,7 @@ pub struct Merged {
     pub outbounds: Vec<Item<RawOutbound>>,
     pub routing: Option<Item<RawRouting>>,
     pub policy: Option<Item<RawPolicy>>,
+    pub dns: Option<Item<RawDns>>,
     /// What failed to decode in any file.
     pub damage: Damage,
 }
@@ -61,6 +63,9 @@ pub fn merge(files: Vec<ParsedFile>, diags: &mut Vec<Diagnostic>) -> Merged {
         }
         if file.policy.is_some() {
             merged.policy = file.policy;
+        }
+        if file.dns.is_some() {
+            merged.dns = file.dns;
         }
         if i == 0 {
             merged.inbounds = file.inbounds.unwrap_or_default();

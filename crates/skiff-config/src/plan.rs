@@ -10,6 +10,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use skiff_core::{Cidr, Networks, PortRange};
+pub use skiff_dns::DnsConfig;
 pub use skiff_geodata::{Domain, DomainKind, DomainSet, IpMatcher, IpSet};
 
 #[derive(Clone, Debug)]
@@ -21,6 +22,9 @@ pub struct Plan {
     pub outbounds: Vec<OutboundPlan>,
     pub routing: RoutingPlan,
     pub policy: PolicyPlan,
+    /// The `dns` section, when there is one: routing's IP strategies and freedom's UseIP*
+    /// resolve through it; without it they use the system resolver.
+    pub dns: Option<DnsConfig>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

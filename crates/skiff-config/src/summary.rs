@@ -57,6 +57,22 @@ impl Display for Plan {
         for (i, rule) in self.routing.rules.iter().enumerate() {
             writeln!(f, "  rule {}: {}", i + 1, Rule(rule))?;
         }
+        if let Some(dns) = &self.dns {
+            // Counts only: server addresses and hosts can be private.
+            writeln!(
+                f,
+                "dns: {} server(s) ({}), {} hosts entr{}, cache {}",
+                dns.servers.len(),
+                if dns.servers.is_empty() {
+                    "the system resolver"
+                } else {
+                    "queried directly"
+                },
+                dns.hosts.len(),
+                if dns.hosts.len() == 1 { "y" } else { "ies" },
+                if dns.disable_cache { "off" } else { "on" }
+            )?;
+        }
         let mut levels: Vec<(&u32, &LevelPolicy)> = self.policy.levels.iter().collect();
         levels.sort_by_key(|(n, _)| **n);
         for (n, level) in levels {

@@ -35,3 +35,6 @@ pub use stats::{Counter, DirectionCounters, Stats};
 pub mod outbound;
 
 pub use outbound::{BoxPacketConn, Dialer, Outbound, OutboundDialer, PacketConn};
+pub mod resolve;
+
+pub use resolve::{Family, Resolve};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use skiff_core::{
-    Address, BoxFuture, BoxPacketConn, BoxStream, Dialer, Metadata, Outbound, PacketConn,
+    Address, BoxFuture, BoxPacketConn, BoxStream, Dialer, Family, Metadata, Outbound, PacketConn,
 };
 use tokio::io::ReadBuf;
 use tokio::net::UdpSocket;
@@ -31,6 +31,9 @@ pub struct Freedom {
     /// How streams leave: the plain TCP dial (tuned as `sockopt` says), or the chained
     /// outbound (`proxySettings.tag`), which gets the name unresolved.
     pub dialer: Arc<dyn Dialer>,
+    /// The DNS module (a `dns` section), which UseIP* resolve through as in Xray; without
+    /// one, and always for AsIs, the system resolver.
+    pub resolver: Option<Arc<dyn skiff_core::Resolve>>,
 }
 
 /// Where a connection to `destination` goes under `redirect`.
@@ -52,11 +55,28 @@ fn redirected(redirect: &Option<(String, u16)>, destination: &Address) -> Addres
     }
 }
 
-/// The addresses of `target` that `resolve` allows.
-async fn addresses(resolve: Resolve, target: &Address) -> io::Result<Vec<SocketAddr>> {
+/// The addresses of `target` that `resolve` allows, from the DNS module when there is one.
+async fn addresses(
+    resolve: Resolve,
+    resolver: Option<&Arc<dyn skiff_core::Resolve>>,
+    target: &Address,
+) -> io::Result<Vec<SocketAddr>> {
     match target {
         Address::Ip(sa) => Ok(vec![*sa]),
         Address::Domain(name, port) => {
+            let family = match resolve {
+                Resolve::AsIs => None,
+                Resolve::Any => Some(Family::Any),
+                Resolve::V4 => Some(Family::V4),
+                Resolve::V6 => Some(Family::V6),
+            };
+            if let (Some(resolver), Some(family)) = (resolver, family) {
+                let ips = resolver.lookup(name, family).await?;
+                return Ok(ips
+                    .into_iter()
+                    .map(|ip| SocketAddr::new(ip, *port))
+                    .collect());
+            }
             let all: Vec<SocketAddr> = tokio::net::lookup_host((name.as_str(), *port))
                 .await?
                 .collect();
@@ -85,7 +105,7 @@ impl Freedom {
             return self.dialer.dial(target, meta).await;
         }
         let mut last_error = None;
-        for addr in addresses(self.resolve, target).await? {
+        for addr in addresses(self.resolve, self.resolver.as_ref(), target).await? {
             match self.dialer.dial(&Address::Ip(addr), meta).await {
                 Ok(stream) => return Ok(stream),
                 Err(e) => last_error = Some(e),
@@ -118,6 +138,7 @@ impl Outbound for Freedom {
                 socket,
                 resolve: self.resolve,
                 redirect: self.redirect.clone(),
+                resolver: self.resolver.clone(),
             });
             Ok(conn)
         })
@@ -128,6 +149,7 @@ struct DirectPackets {
     socket: UdpSocket,
     resolve: Resolve,
     redirect: Option<(String, u16)>,
+    resolver: Option<Arc<dyn skiff_core::Resolve>>,
 }
 
 impl DirectPackets {
@@ -168,7 +190,7 @@ impl PacketConn for DirectPackets {
             let addr = match &target {
                 Address::Ip(sa) => *sa,
                 domain => {
-                    let all = addresses(self.resolve, domain).await?;
+                    let all = addresses(self.resolve, self.resolver.as_ref(), domain).await?;
                     let v4_only = matches!(self.socket.local_addr(), Ok(SocketAddr::V4(_)));
                     all.into_iter()
                         .find(|sa| !v4_only || sa.is_ipv4())

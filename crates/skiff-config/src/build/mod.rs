@@ -3,6 +3,7 @@
 //! the plan, and the caller discards the plan when any error was reported.
 
 mod assets;
+mod dns;
 mod fallback_loops;
 mod geo_load;
 mod inbound;
@@ -51,6 +52,11 @@ pub fn build(merged: &Merged, diags: &mut Vec<Diagnostic>) -> Plan {
         .filter_map(|i| i.raw.tag.clone())
         .collect();
 
+    let dns = dns::build_dns(
+        merged.dns.as_ref(),
+        &std::cell::RefCell::new(geo_load::GeoLoader::new(assets::process_asset_dirs())),
+        diags,
+    );
     let routing = routing::build_routing(
         merged.routing.as_ref(),
         &outbound_tags,
@@ -66,6 +72,7 @@ pub fn build(merged: &Merged, diags: &mut Vec<Diagnostic>) -> Plan {
         outbounds,
         routing,
         policy,
+        dns,
     }
 }
 
@@ -108,6 +115,8 @@ fn lower(value: Option<&str>) -> Option<String> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_dns;
 
 #[cfg(test)]
 mod tests_trojan;

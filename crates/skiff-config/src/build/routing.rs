@@ -134,10 +134,10 @@ fn build_rule(
         rule.domain.as_ref(),
         &domains,
         &loc.key("domain"),
-        ctx,
+        &ctx.geo,
         diags,
     );
-    let ip_set = ip_matcher(rule.ip.as_ref(), &ips, &loc.key("ip"), ctx, diags);
+    let ip_set = ip_matcher(rule.ip.as_ref(), &ips, &loc.key("ip"), &ctx.geo, diags);
     let mut sources = each(rule.source.as_ref(), &loc.key("source"), diags, cidr);
     sources.extend(each(
         rule.source_ip.as_ref(),
@@ -265,7 +265,7 @@ fn build_rule(
     })
 }
 
-fn item_loc(list: &StringList, loc: &Loc, i: usize) -> Loc {
+pub(super) fn item_loc(list: &StringList, loc: &Loc, i: usize) -> Loc {
     if list.was_list {
         loc.index(i)
     } else {
@@ -274,7 +274,7 @@ fn item_loc(list: &StringList, loc: &Loc, i: usize) -> Loc {
 }
 
 /// Parses every entry of a string list, reporting each bad entry at its own index.
-fn each<T>(
+pub(super) fn each<T>(
     list: Option<&StringList>,
     loc: &Loc,
     diags: &mut Vec<Diagnostic>,
@@ -438,16 +438,16 @@ pub fn cidr(text: &str) -> Result<Cidr, String> {
 
 /// The rule's domains and the lists they name, loaded into one matcher; a list that cannot
 /// be loaded is an error at its entry.
-fn domain_set(
+pub(super) fn domain_set(
     list: Option<&StringList>,
     entries: &[DomainEntry],
     loc: &Loc,
-    ctx: &RuleContext<'_>,
+    geo: &RefCell<GeoLoader>,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<Arc<DomainSet>> {
     let list = list?;
     let mut domains = Vec::new();
-    let mut geo = ctx.geo.borrow_mut();
+    let mut geo = geo.borrow_mut();
     // `entries` holds the valid ones in order; walk the texts again to know each one's index.
     let mut valid = entries.iter();
     for (i, text) in list.items.iter().enumerate() {
@@ -474,17 +474,17 @@ fn domain_set(
 
 /// The rule's `ip` entries as Xray combines them: plain CIDRs and lists in one set, negated
 /// CIDRs in a second, negated lists in a third.
-fn ip_matcher(
+pub(super) fn ip_matcher(
     list: Option<&StringList>,
     entries: &[IpEntry],
     loc: &Loc,
-    ctx: &RuleContext<'_>,
+    geo: &RefCell<GeoLoader>,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<Arc<IpMatcher>> {
     let list = list?;
     let (mut plain, mut neg_cidrs, mut neg_lists) = (Vec::new(), Vec::new(), Vec::new());
     let (mut any_neg_cidr, mut any_neg_list) = (false, false);
-    let mut geo = ctx.geo.borrow_mut();
+    let mut geo = geo.borrow_mut();
     let mut valid = entries.iter();
     for (i, text) in list.items.iter().enumerate() {
         if ip_entry(text).is_err() {

@@ -3,6 +3,7 @@
 //! every other item is still checked in the same run.
 
 pub mod bounds;
+pub mod dns;
 pub mod settings;
 pub mod top;
 pub mod values;
@@ -19,6 +20,7 @@ use crate::diag::{Diagnostic, Severity};
 use crate::locate;
 use crate::source::{Loc, SourceFile};
 use bounds::{RawInbound, RawOutbound};
+use dns::RawDns;
 use top::{RawLog, RawPolicy, RawRouting, RawStats};
 
 /// A decoded value and where it was written.
@@ -38,6 +40,7 @@ pub struct ParsedFile {
     pub outbounds: Option<Vec<Item<RawOutbound>>>,
     pub routing: Option<Item<RawRouting>>,
     pub policy: Option<Item<RawPolicy>>,
+    pub dns: Option<Item<RawDns>>,
     pub damage: Damage,
 }
 
@@ -79,7 +82,6 @@ impl Damage {
 /// error naming it; `null`, `{}` and `[]` configure nothing and are accepted.
 const UNSUPPORTED_SECTIONS: &[&str] = &[
     "api",
-    "dns",
     "reverse",
     "fakedns",
     "fakeDns",
@@ -134,6 +136,7 @@ pub fn parse_file(name: &str, text: &str, diags: &mut Vec<Diagnostic>) -> Option
         outbounds: None,
         routing: None,
         policy: None,
+        dns: None,
         damage: Damage::default(),
     };
     let Value::Object(map) = value else {
@@ -149,6 +152,7 @@ pub fn parse_file(name: &str, text: &str, diags: &mut Vec<Diagnostic>) -> Option
             "log" => parsed.log = section(value, loc, diags),
             "routing" => parsed.routing = section(value, loc, diags),
             "policy" => parsed.policy = section(value, loc, diags),
+            "dns" => parsed.dns = section(value, loc, diags),
             "stats" => {
                 let _: Option<Item<RawStats>> = section(value, loc, diags);
             }
@@ -324,14 +328,14 @@ mod tests {
 
     #[test]
     fn sections_and_unknown_keys() {
-        let text = r#"{"dns": {"servers": ["1.1.1.1"]}, "api": {}, "fakedns": null, "colour": 1, "stats": {}}"#;
+        let text = r#"{"reverse": {"bridges": [{}]}, "api": {}, "fakedns": null, "colour": 1, "stats": {}}"#;
         let (parsed, diags) = parse(text);
         assert!(parsed.is_some());
         let msgs: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
         assert_eq!(diags.len(), 2, "{msgs:?}");
         assert!(
             msgs.iter()
-                .any(|m| m.contains("error") && m.contains("`dns` is not supported"))
+                .any(|m| m.contains("error") && m.contains("`reverse` is not supported"))
         );
         assert!(
             msgs.iter()
