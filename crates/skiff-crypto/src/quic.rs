@@ -12,13 +12,20 @@ pub const VERSION_1: u32 = 0x0000_0001;
 /// QUIC version 2 (RFC 9369).
 pub const VERSION_2: u32 = 0x6b33_43cf;
 
+/// QUIC draft 29, still sent by some clients: v1's labels with its own salt.
+pub const VERSION_DRAFT_29: u32 = 0xff00_001d;
+
+const SALT_DRAFT_29: [u8; 20] = [
+    0xaf, 0xbf, 0xec, 0x28, 0x99, 0x93, 0xd2, 0x4c, 0x9e, 0x97, 0x86, 0xf1, 0x9c, 0x61, 0x11, 0xe0,
+    0x43, 0x90, 0xa8, 0x99,
+];
 const SALT_V1: [u8; 20] = [
-    0x38, 0x76, 0x2c, 0xf7, 0xf5, 0x59, 0x34, 0xb3, 0x4d, 0x17, 0x9a, 0xe6, 0xa4, 0xc8, 0x0c,
-    0xad, 0xcc, 0xbb, 0x7f, 0x0a,
+    0x38, 0x76, 0x2c, 0xf7, 0xf5, 0x59, 0x34, 0xb3, 0x4d, 0x17, 0x9a, 0xe6, 0xa4, 0xc8, 0x0c, 0xad,
+    0xcc, 0xbb, 0x7f, 0x0a,
 ];
 const SALT_V2: [u8; 20] = [
-    0x0d, 0xed, 0xe3, 0xde, 0xf7, 0x00, 0xa6, 0xdb, 0x81, 0x93, 0x81, 0xbe, 0x6e, 0x26, 0x9d,
-    0xcb, 0xf9, 0xbd, 0x2e, 0xd9,
+    0x0d, 0xed, 0xe3, 0xde, 0xf7, 0x00, 0xa6, 0xdb, 0x81, 0x93, 0x81, 0xbe, 0x6e, 0x26, 0x9d, 0xcb,
+    0xf9, 0xbd, 0x2e, 0xd9,
 ];
 
 /// The client's Initial keys: payload AEAD (AES-128-GCM), its IV, and header protection.
@@ -63,6 +70,7 @@ impl InitialKeys {
     pub fn client(version: u32, dcid: &[u8]) -> Option<InitialKeys> {
         let (salt, key_label, iv_label, hp_label): (&[u8], &[u8], &[u8], &[u8]) = match version {
             VERSION_1 => (&SALT_V1, b"quic key", b"quic iv", b"quic hp"),
+            VERSION_DRAFT_29 => (&SALT_DRAFT_29, b"quic key", b"quic iv", b"quic hp"),
             VERSION_2 => (&SALT_V2, b"quicv2 key", b"quicv2 iv", b"quicv2 hp"),
             _ => return None,
         };
@@ -88,6 +96,23 @@ impl InitialKeys {
         self.hp.new_mask(sample).expect("16-byte sample")
     }
 
+    /// Seals `payload` as the client would (for building test packets): ciphertext and tag.
+    pub fn seal(&self, packet_number: u64, header: &[u8], payload: &[u8]) -> Vec<u8> {
+        let mut out = payload.to_vec();
+        out.resize(payload.len() + crate::TAG_LEN, 0);
+        self.aead
+            .seal_in_place(&self.nonce(packet_number), header, &mut out);
+        out
+    }
+
+    fn nonce(&self, packet_number: u64) -> [u8; 12] {
+        let mut nonce = self.iv;
+        for (n, p) in nonce[4..].iter_mut().zip(packet_number.to_be_bytes()) {
+            *n ^= p;
+        }
+        nonce
+    }
+
     /// Opens a packet's payload in place: `header` is the unprotected header (the AAD),
     /// `packet_number` the full packet number.
     pub fn open<'a>(
@@ -96,11 +121,8 @@ impl InitialKeys {
         header: &[u8],
         payload: &'a mut [u8],
     ) -> Result<&'a mut [u8], OpenError> {
-        let mut nonce = self.iv;
-        for (n, p) in nonce[4..].iter_mut().zip(packet_number.to_be_bytes()) {
-            *n ^= p;
-        }
-        self.aead.open_in_place(&nonce, header, payload)
+        self.aead
+            .open_in_place(&self.nonce(packet_number), header, payload)
     }
 }
 
@@ -139,6 +161,6 @@ mod tests {
         // A.2 of RFC 9369: sample ffe67b6abcdb4298b485dd04de806071 → mask 94a0c95e80.
         let sample: [u8; 16] = hex("ffe67b6abcdb4298b485dd04de806071").try_into().unwrap();
         assert_eq!(keys.header_mask(&sample).to_vec(), hex("94a0c95e80"));
-        assert!(InitialKeys::client(0xff00_001d, b"x").is_none());
+        assert!(InitialKeys::client(0xff00_0020, b"x").is_none());
     }
 }
