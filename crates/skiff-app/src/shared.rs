@@ -40,7 +40,7 @@ impl Shared {
         let index = match self.router.route(meta, None) {
             Route::To(i) => i,
             Route::NeedIps => {
-                let ips = match &meta.destination {
+                let ips = match meta.routing_destination() {
                     Some(Address::Domain(name, port)) => resolve(name, *port).await,
                     _ => Vec::new(),
                 };
