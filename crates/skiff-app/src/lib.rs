@@ -16,6 +16,7 @@ mod outbound_vless;
 mod outbound_vmess;
 mod outbounds;
 mod shared;
+mod sniffing;
 mod ss_udp;
 mod stack;
 mod trojan_udp;

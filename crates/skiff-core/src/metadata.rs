@@ -30,6 +30,9 @@ pub struct Metadata {
     /// The sniffed destination when sniffing is `routeOnly`: routing matches it, the outbound
     /// still connects to `destination`.
     pub route_destination: Option<Address>,
+    /// The destination the client asked for, when sniffing replaced it (access logs show
+    /// this one, as Xray's do).
+    pub requested_destination: Option<Address>,
 }
 
 impl Metadata {
@@ -45,6 +48,7 @@ impl Metadata {
             protocol: None,
             attributes: None,
             route_destination: None,
+            requested_destination: None,
         }
     }
 
