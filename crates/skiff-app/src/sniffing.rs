@@ -56,6 +56,30 @@ pub async fn sniff_stream(stream: &mut BoxStream) -> io::Result<(Bytes, Option<S
     }
 }
 
+/// QUIC sniffing on the first datagram of a UDP session (the only one the data path looks
+/// at before routing): the protocol and name feed routing; the datagrams keep the address
+/// they were sent to, since the session's later datagrams may go elsewhere. A ClientHello
+/// split over several Initial packets in separate datagrams (Chrome with post-quantum key
+/// shares) is not seen whole here and names nothing.
+pub fn sniff_first_datagram(plan: &SniffingPlan, payload: &[u8], meta: &mut Metadata) {
+    if plan.metadata_only {
+        return;
+    }
+    let Sniff::Found(found) = skiff_sniff::quic::sniff_quic(payload) else {
+        return;
+    };
+    meta.protocol = Some(found.protocol.name());
+    let Some(destination) = meta.destination.clone() else {
+        return;
+    };
+    if should_override(plan, found.protocol, &found.domain, &destination) {
+        meta.route_destination = Some(match found.domain.parse::<IpAddr>() {
+            Ok(ip) => Address::Ip((ip, destination.port()).into()),
+            Err(_) => Address::Domain(found.domain, destination.port()),
+        });
+    }
+}
+
 /// Applies a sniffed result to the session: the protocol (and HTTP attributes) for rules
 /// always; the name for the destination only for `destOverride` protocols and names not
 /// excluded. Returns the destination to connect to (the port is always the client's).
@@ -201,6 +225,28 @@ mod tests {
             ip
         );
         assert_eq!(m.protocol, Some("quic"));
+    }
+
+    #[test]
+    fn first_datagram_names_the_quic_server_for_routing() {
+        use skiff_sniff::quic::test_support::{crypto_frame, initial_packet};
+        use skiff_sniff::tls::test_support::client_hello_message;
+        let mut plan = plan(false);
+        plan.dest_override.push(SniffProtocol::Quic);
+        let hello = client_hello_message(Some("q.example"));
+        let datagram = initial_packet(1, &[1; 8], 0, &crypto_frame(0, &hello));
+        let mut m = meta();
+        m.destination = Some(Address::Ip("127.0.0.1:443".parse().unwrap()));
+        sniff_first_datagram(&plan, &datagram, &mut m);
+        assert_eq!(m.protocol, Some("quic"));
+        assert_eq!(
+            m.route_destination,
+            Some(Address::Domain("q.example".into(), 443))
+        );
+        let mut m = meta();
+        m.destination = Some(Address::Ip("127.0.0.1:443".parse().unwrap()));
+        sniff_first_datagram(&plan, b"not quic", &mut m);
+        assert!(m.protocol.is_none() && m.route_destination.is_none());
     }
 
     #[tokio::test]
