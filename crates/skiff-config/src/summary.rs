@@ -9,10 +9,10 @@ use std::net::IpAddr;
 use skiff_core::{Networks, PortRange};
 
 use crate::plan::{
-    Account, BlackholeResponse, DomainEntry, DomainKind, FreedomDomainStrategy, InboundPlan,
-    InboundProtocol, IpEntry, LevelPolicy, LogLevel, LogTarget, OutboundPlan, OutboundProtocol,
-    Plan, RoutingDomainStrategy, RulePlan, RuleTarget, SniffProtocol, SniffingPlan, StreamNetwork,
-    StreamPlan, StreamSecurity, VmessSecurity, short_id,
+    Account, BalancerStrategy, BlackholeResponse, DomainEntry, DomainKind, FreedomDomainStrategy,
+    InboundPlan, InboundProtocol, IpEntry, LevelPolicy, LogLevel, LogTarget, OutboundPlan,
+    OutboundProtocol, Plan, RoutingDomainStrategy, RulePlan, RuleTarget, SniffProtocol,
+    SniffingPlan, StreamNetwork, StreamPlan, StreamSecurity, VmessSecurity, short_id,
 };
 
 impl Display for Plan {
@@ -56,6 +56,23 @@ impl Display for Plan {
         }
         for (i, rule) in self.routing.rules.iter().enumerate() {
             writeln!(f, "  rule {}: {}", i + 1, Rule(rule))?;
+        }
+        for b in &self.routing.balancers {
+            let strategy = match b.strategy {
+                BalancerStrategy::Random => "random",
+                BalancerStrategy::RoundRobin => "roundRobin",
+            };
+            let fallback = b
+                .fallback_tag
+                .as_ref()
+                .map(|t| format!(", else \"{t}\""))
+                .unwrap_or_default();
+            writeln!(
+                f,
+                "  balancer \"{}\": {strategy} over outbounds tagged {}*{fallback}",
+                b.tag,
+                b.selectors.join("*, ")
+            )?;
         }
         let mut levels: Vec<(&u32, &LevelPolicy)> = self.policy.levels.iter().collect();
         levels.sort_by_key(|(n, _)| **n);

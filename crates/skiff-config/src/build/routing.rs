@@ -181,6 +181,19 @@ fn build_rule(
     let protocols = each(rule.protocol.as_ref(), &loc.key("protocol"), diags, |p| {
         non_empty(&p.to_ascii_lowercase(), "protocol")
     });
+    if let Some(list) = &rule.protocol {
+        for (i, name) in list.items.iter().enumerate() {
+            // Xray also sniffs BitTorrent; skiff does not, so such a condition never matches.
+            if !["http", "tls", "quic"]
+                .iter()
+                .any(|known| known.starts_with(name.to_ascii_lowercase().as_str()))
+            {
+                diags.push(item_loc(list, &loc.key("protocol"), i).warning(format!(
+                    "skiff sniffs http, tls and quic only: protocol `{name}` never matches"
+                )));
+            }
+        }
+    }
     let attrs = rule
         .attrs
         .as_ref()

@@ -121,6 +121,17 @@ fn balancers_and_sniffed_conditions() {
 }
 
 #[test]
+fn protocols_skiff_does_not_sniff_are_warned_about() {
+    let (plan, warnings) = load(&routing(
+        r#"{"rules": [{"protocol": ["bittorrent", "tls"], "outboundTag": "direct"}]}"#,
+    ))
+    .unwrap();
+    assert_eq!(plan.routing.rules[0].protocols, ["bittorrent", "tls"]);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0].path, "routing.rules[0].protocol[0]");
+}
+
+#[test]
 fn balancer_errors() {
     has_error(
         &routing(
