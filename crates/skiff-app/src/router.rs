@@ -25,6 +25,8 @@ pub struct Router {
     rules: Vec<(RulePlan, Target)>,
     balancers: Vec<Balancer>,
     any_ip_rule: bool,
+    /// Outbound tags by index, for the log line of a tagged rule.
+    tags: Vec<String>,
 }
 
 /// What a rule leads to, resolved to indices once.
@@ -120,16 +122,19 @@ impl Router {
             rules,
             balancers,
             any_ip_rule,
+            tags: tags.iter().map(|t| (*t).to_owned()).collect(),
         }
     }
 
-    fn take(&self, rule: &RulePlan, target: Target) -> Route {
+    fn take(&self, rule: &RulePlan, target: Target, meta: &Metadata) -> Route {
         let index = match target {
             Target::Outbound(i) => i,
             Target::Balancer(b) => self.balancers[b].pick().unwrap_or(0),
         };
+        // Xray names a tagged rule in its log ("hit route rule [tag] … detour [outbound]").
         if let Some(tag) = &rule.rule_tag {
-            debug!(rule = %tag, outbound = index, "hit route rule");
+            let outbound = self.tags.get(index).map_or("", String::as_str);
+            debug!(rule = %tag, %outbound, destination = ?meta.routing_destination(), "hit route rule");
         }
         Route::To(index)
     }
@@ -140,7 +145,7 @@ impl Router {
         let is_domain = matches!(meta.routing_destination(), Some(Address::Domain(..)));
         for (rule, target) in &self.rules {
             match rule_matches(rule, meta, resolved) {
-                Match::Yes => return self.take(rule, *target),
+                Match::Yes => return self.take(rule, *target, meta),
                 Match::No => {}
                 Match::NeedIps => {
                     if self.strategy == RoutingDomainStrategy::IpOnDemand && resolved.is_none() {
