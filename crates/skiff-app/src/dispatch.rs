@@ -21,6 +21,7 @@ use tracing::debug;
 use crate::fallback;
 use crate::inbound::{InboundHandler, InboundKind};
 use crate::shared::Shared;
+use crate::sniffing;
 use crate::udp;
 use crate::udp_stream;
 
@@ -118,8 +119,18 @@ async fn serve_conn(
             level,
         } => {
             identify(user, level);
-            meta.destination = Some(destination);
-            connect_and_relay(&shared, &inbound, meta, stream, reply).await;
+            match &inbound.sniffing {
+                Some(plan) if !plan.metadata_only => {
+                    sniff_then_relay(&shared, &inbound, plan, meta, destination, stream, reply)
+                        .await
+                }
+                // No sniffing (or metadata only, which skiff has no sniffer for): no read
+                // here, so Vision and splice keep their path untouched.
+                _ => {
+                    meta.destination = Some(destination);
+                    connect_and_relay(&shared, &inbound, meta, stream, reply).await;
+                }
+            }
         }
         Accepted::Datagrams {
             destination,
@@ -153,6 +164,51 @@ async fn serve_conn(
         }
         Accepted::Done => {}
     }
+}
+
+/// Sniffs the client's first bytes before routing. A SOCKS or HTTP CONNECT client sends
+/// nothing until it is told the tunnel is up, so those get their success reply first (as
+/// Xray answers before it dispatches); a failed connect then closes the tunnel instead of
+/// refusing it.
+async fn sniff_then_relay(
+    shared: &Shared,
+    inbound: &InboundHandler,
+    plan: &skiff_config::SniffingPlan,
+    mut meta: Metadata,
+    destination: Address,
+    mut stream: BoxStream,
+    reply: Reply,
+) {
+    let early = ConnectOutcome::Connected { bound: None };
+    let replied = match reply {
+        Reply::None => Ok(()),
+        Reply::Socks5 | Reply::Socks4 => {
+            socks::server::write_reply(&mut stream, reply, early).await
+        }
+        Reply::HttpConnect => http::server::write_connect_reply(&mut stream, early).await,
+    };
+    if let Err(e) = replied {
+        debug!(source = %meta.source, error = %e, "client went away before the reply");
+        return;
+    }
+    let (first, found) = match sniffing::sniff_stream(&mut stream).await {
+        Ok(sniffed) => sniffed,
+        Err(e) => {
+            debug!(source = %meta.source, error = %e, "client failed while sniffing");
+            return;
+        }
+    };
+    let destination = match found {
+        Some(found) => sniffing::apply(plan, found, &mut meta, destination),
+        None => destination,
+    };
+    meta.destination = Some(destination);
+    let stream: BoxStream = if first.is_empty() {
+        stream
+    } else {
+        Box::new(Prefixed::new(first, stream))
+    };
+    connect_and_relay(shared, inbound, meta, stream, Reply::None).await;
 }
 
 /// Runs the inbound's transport layers, then its protocol's handshake, under the policy's
@@ -271,6 +327,12 @@ async fn connect_and_relay(
     let Some(destination) = meta.destination.clone() else {
         return;
     };
+    // The access log names what the client asked for, as Xray's does, even when sniffing
+    // replaced it.
+    let logged = meta
+        .requested_destination
+        .clone()
+        .unwrap_or_else(|| destination.clone());
     let outbound = shared.pick(&meta).await;
     let connected = match timeout(DIAL_TIMEOUT, outbound.handler.connect(&meta, &destination)).await
     {
@@ -296,7 +358,7 @@ async fn connect_and_relay(
             if shared.access.enabled() {
                 shared.access.write(format_args!(
                     "from {} rejected tcp:{} [{} -> {}] {}",
-                    meta.source, destination, inbound.tag, outbound.tag, e
+                    meta.source, logged, inbound.tag, outbound.tag, e
                 ));
             }
             debug!(%destination, outbound = %outbound.tag, error = %e, "outbound connect failed");
@@ -315,7 +377,7 @@ async fn connect_and_relay(
             .unwrap_or_default();
         shared.access.write(format_args!(
             "from {} accepted tcp:{} [{} -> {}]{}",
-            meta.source, destination, inbound.tag, outbound.tag, email
+            meta.source, logged, inbound.tag, outbound.tag, email
         ));
     }
     let counters = shared.counters(inbound, outbound, &meta);

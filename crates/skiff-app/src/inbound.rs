@@ -56,6 +56,8 @@ pub struct InboundHandler {
     pub udp_listener: bool,
     /// No delay and the congestion control for accepted connections (`sockopt`).
     pub tcp_tuning: TcpTuning,
+    /// `sniffing`, when enabled.
+    pub sniffing: Option<skiff_config::SniffingPlan>,
 }
 
 impl InboundHandler {
@@ -198,6 +200,7 @@ impl InboundHandler {
             tcp,
             udp_listener,
             tcp_tuning: crate::stream_settings::tcp_tuning(&plan.stream),
+            sniffing: plan.sniffing.clone(),
         })
     }
 

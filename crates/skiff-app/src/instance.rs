@@ -66,9 +66,8 @@ impl Running {
         };
         let outbounds = outbounds::build(&plan.outbounds, &stats, resolver.as_ref())
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let router = Router::new(&plan.routing, |tag| {
-            plan.outbounds.iter().position(|o| o.tag == tag)
-        });
+        let tags: Vec<&str> = plan.outbounds.iter().map(|o| o.tag.as_str()).collect();
+        let router = Router::new(&plan.routing, &tags);
         let (cut, cut_signal) = watch::channel(false);
         let shared = Arc::new(Shared {
             outbounds,

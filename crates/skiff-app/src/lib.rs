@@ -11,6 +11,7 @@ mod outbound_kcptun;
 mod outbounds;
 mod routed_packets;
 mod shared;
+mod sniffing;
 mod stream_settings;
 mod tunnel;
 mod udp;

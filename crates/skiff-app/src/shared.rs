@@ -45,7 +45,7 @@ impl Shared {
         let index = match self.router.route(meta, None) {
             Route::To(i) => i,
             Route::NeedIps => {
-                let ips = match &meta.destination {
+                let ips = match meta.routing_destination() {
                     Some(Address::Domain(name, port)) => {
                         resolve(self.resolver.as_deref(), name, *port).await
                     }

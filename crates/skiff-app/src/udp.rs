@@ -75,6 +75,9 @@ pub async fn serve_tunnel(
                 meta.network = Network::Udp;
                 meta.level = inbound.level;
                 meta.destination = Some(destination.clone());
+                if let Some(plan) = &inbound.sniffing {
+                    crate::sniffing::sniff_first_datagram(plan, &buf[..n], &mut meta);
+                }
                 let outbound = shared.pick(&meta).await;
                 let conn = match outbound.handler.bind(&meta).await {
                     Ok(c) => c,
@@ -219,6 +222,9 @@ pub async fn socks_associate(
                 activity.touch();
                 if outbound_conn.is_none() {
                     meta.destination = Some(destination.clone());
+                    if let Some(plan) = &inbound.sniffing {
+                        crate::sniffing::sniff_first_datagram(plan, payload, &mut meta);
+                    }
                     let outbound = shared.pick(&meta).await;
                     if shared.access.enabled() {
                         shared.access.write(format_args!(

@@ -38,8 +38,13 @@ fn pem_lines(pem: &str) -> String {
 
 /// The Vision server (VLESS + TLS → freedom) and client (tunnel → VLESS + TLS) instances;
 /// with `fallback`, the server's VLESS settings hand non-VLESS visitors to that port.
-async fn start_pair(target_port: u16, fallback: Option<u16>) -> (Running, Running) {
+async fn start_pair(target_port: u16, fallback: Option<u16>, sniff: bool) -> (Running, Running) {
     let outer = cert("vision.test");
+    let sniffing = if sniff {
+        r#", "sniffing": { "enabled": true, "destOverride": ["http", "tls"], "routeOnly": true }"#
+    } else {
+        ""
+    };
     let fallbacks = match fallback {
         Some(port) => format!(r#", "fallbacks": [{{ "dest": {port} }}]"#),
         None => String::new(),
@@ -50,7 +55,7 @@ async fn start_pair(target_port: u16, fallback: Option<u16>) -> (Running, Runnin
                "settings": {{ "clients": [{{ "id": "{UUID}", "flow": "xtls-rprx-vision" }}],
                              "decryption": "none"{fallbacks} }},
                "streamSettings": {{ "network": "tcp", "security": "tls",
-                 "tlsSettings": {{ "certificates": [{{ "certificate": {}, "key": {} }}] }} }} }}],
+                 "tlsSettings": {{ "certificates": [{{ "certificate": {}, "key": {} }}] }} }}{sniffing} }}],
              "outbounds": [{{ "protocol": "freedom" }}] }}"#,
         free_port(),
         pem_lines(&outer.cert_pem),
@@ -61,7 +66,7 @@ async fn start_pair(target_port: u16, fallback: Option<u16>) -> (Running, Runnin
     let client = start(&format!(
         r#"{{ "inbounds": [{{ "tag": "fwd", "listen": "127.0.0.1", "port": {},
                "protocol": "dokodemo-door",
-               "settings": {{ "address": "127.0.0.1", "port": {target_port}, "network": "tcp" }} }}],
+               "settings": {{ "address": "127.0.0.1", "port": {target_port}, "network": "tcp" }}{sniffing} }}],
              "outbounds": [{{ "protocol": "vless", "settings": {{ "vnext": [{{
                "address": "127.0.0.1", "port": {port},
                "users": [{{ "id": "{UUID}", "encryption": "none", "flow": "xtls-rprx-vision" }}] }}] }},
@@ -88,13 +93,17 @@ async fn exchange(stream: BoxStream, seed: u64) -> (u64, [u8; 32]) {
 /// Runs the transfer with inner TLS or not; returns the two instances afterwards and whether
 /// spliced bytes were seen on both sides while the transfer was still running.
 async fn transfer(inner_tls: bool) -> (Running, Running, bool) {
-    transfer_with(inner_tls, None).await
+    transfer_with(inner_tls, None, false).await
 }
 
-async fn transfer_with(inner_tls: bool, fallback: Option<u16>) -> (Running, Running, bool) {
+async fn transfer_with(
+    inner_tls: bool,
+    fallback: Option<u16>,
+    sniff: bool,
+) -> (Running, Running, bool) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let target_port = listener.local_addr().unwrap().port();
-    let (server, client) = start_pair(target_port, fallback).await;
+    let (server, client) = start_pair(target_port, fallback, sniff).await;
     let inner = cert("inner.test");
     let inner_server = TlsServer::new(&TlsServerOptions {
         certificates: vec![(inner.cert_pem.clone(), inner.key_pem.clone())],
@@ -169,9 +178,22 @@ async fn vision_with_fallbacks_goes_direct_and_splices_both_ways() {
     tokio::time::timeout(TEST_DEADLINE, async {
         let web = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let web_port = web.local_addr().unwrap().port();
-        let (server, client, live) = transfer_with(true, Some(web_port)).await;
+        let (server, client, live) = transfer_with(true, Some(web_port), false).await;
         assert_direct_and_spliced(&server, &client, live);
         drop(web);
+    })
+    .await
+    .expect("test deadline");
+}
+
+/// Sniffing on both inbounds (the client's tunnel and the Vision server) reads the inner
+/// ClientHello before routing and replays it; Vision must still go direct and both sides
+/// splice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vision_with_sniffing_goes_direct_and_splices_both_ways() {
+    tokio::time::timeout(TEST_DEADLINE, async {
+        let (server, client, live) = transfer_with(true, None, true).await;
+        assert_direct_and_spliced(&server, &client, live);
     })
     .await
     .expect("test deadline");

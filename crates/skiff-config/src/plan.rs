@@ -63,8 +63,35 @@ pub struct InboundPlan {
     pub ports: Vec<PortRange>,
     pub protocol: InboundProtocol,
     pub stream: StreamPlan,
-    /// `sniffing.enabled` was true: accepted, warned about, not acted on yet.
-    pub sniffing: bool,
+    /// `sniffing`, when enabled.
+    pub sniffing: Option<SniffingPlan>,
+}
+
+/// An inbound's `sniffing`: which sniffers run on a connection's first bytes, and what the
+/// name they find does.
+#[derive(Clone, Debug, Default)]
+pub struct SniffingPlan {
+    /// `destOverride` (`http`, `tls`/`https`/`ssl`, `quic`): sniffed names of these protocols
+    /// replace the destination (or, with `route_only`, only feed routing). `fakedns` has no
+    /// pool to act on in skiff and is dropped with a warning.
+    pub dest_override: Vec<SniffProtocol>,
+    /// Xray's `metadataOnly`: no content is read (Vision and splice keep their path); with
+    /// no metadata sniffer in skiff this sniffs nothing.
+    pub metadata_only: bool,
+    /// The name is used for routing only; the connection still goes to the sent address.
+    pub route_only: bool,
+    /// `domainsExcluded`: names never used for the override (Xray's domain rule forms).
+    pub domains_excluded: Option<Arc<DomainSet>>,
+    /// `ipsExcluded`: destinations whose address is never overridden.
+    pub ips_excluded: Vec<Cidr>,
+}
+
+/// A protocol a sniffer recognises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SniffProtocol {
+    Http,
+    Tls,
+    Quic,
 }
 
 #[derive(Clone, Debug)]
@@ -593,6 +620,31 @@ pub struct RoutingPlan {
     pub domain_strategy: RoutingDomainStrategy,
     /// In config order; the first rule whose every present condition matches wins.
     pub rules: Vec<RulePlan>,
+    /// `balancers`, by tag; rules name them with `balancerTag`.
+    pub balancers: Vec<BalancerPlan>,
+}
+
+/// One `balancers` entry: the outbounds whose tags start with one of `selectors`, picked by
+/// `strategy`; `fallback_tag` when none is there.
+#[derive(Clone, Debug)]
+pub struct BalancerPlan {
+    pub tag: String,
+    pub selectors: Vec<String>,
+    pub strategy: BalancerStrategy,
+    pub fallback_tag: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BalancerStrategy {
+    Random,
+    RoundRobin,
+}
+
+/// Where a rule sends a session: an outbound, or a balancer that picks one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RuleTarget {
+    Outbound(String),
+    Balancer(String),
 }
 
 /// One routing rule. Empty lists / None mean "no condition"; a rule needs at least one.
@@ -615,8 +667,15 @@ pub struct RulePlan {
     pub source_ports: Vec<PortRange>,
     /// `user`: emails.
     pub users: Vec<String>,
-    /// Always names an existing outbound (`balancerTag` is unsupported → config error).
-    pub outbound_tag: String,
+    /// `protocol`: sniffed protocol names (`http`, `tls`, `quic`), matched as prefixes as Xray.
+    pub protocols: Vec<String>,
+    /// `attrs`: lower-case attribute name → regular expression its value must match (HTTP
+    /// attributes from sniffing: `:method`, `:path`, headers).
+    pub attrs: Vec<(String, regex_lite::Regex)>,
+    /// `outboundTag` or `balancerTag`: always an existing one.
+    pub target: RuleTarget,
+    /// `ruleTag`: a name for logs.
+    pub rule_tag: Option<String>,
 }
 
 /// One entry of a rule's `domain` list.

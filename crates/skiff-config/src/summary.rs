@@ -9,10 +9,10 @@ use std::net::IpAddr;
 use skiff_core::{Networks, PortRange};
 
 use crate::plan::{
-    Account, BlackholeResponse, DomainEntry, DomainKind, FreedomDomainStrategy, InboundPlan,
-    InboundProtocol, IpEntry, LevelPolicy, LogLevel, LogTarget, OutboundPlan, OutboundProtocol,
-    Plan, RoutingDomainStrategy, RulePlan, StreamNetwork, StreamPlan, StreamSecurity,
-    VmessSecurity, short_id,
+    Account, BalancerStrategy, BlackholeResponse, DomainEntry, DomainKind, FreedomDomainStrategy,
+    InboundPlan, InboundProtocol, IpEntry, LevelPolicy, LogLevel, LogTarget, OutboundPlan,
+    OutboundProtocol, Plan, RoutingDomainStrategy, RulePlan, RuleTarget, SniffProtocol,
+    SniffingPlan, StreamNetwork, StreamPlan, StreamSecurity, VmessSecurity, short_id,
 };
 
 impl Display for Plan {
@@ -56,6 +56,23 @@ impl Display for Plan {
         }
         for (i, rule) in self.routing.rules.iter().enumerate() {
             writeln!(f, "  rule {}: {}", i + 1, Rule(rule))?;
+        }
+        for b in &self.routing.balancers {
+            let strategy = match b.strategy {
+                BalancerStrategy::Random => "random",
+                BalancerStrategy::RoundRobin => "roundRobin",
+            };
+            let fallback = b
+                .fallback_tag
+                .as_ref()
+                .map(|t| format!(", else \"{t}\""))
+                .unwrap_or_default();
+            writeln!(
+                f,
+                "  balancer \"{}\": {strategy} over outbounds tagged {}*{fallback}",
+                b.tag,
+                b.selectors.join("*, ")
+            )?;
         }
         if let Some(dns) = &self.dns {
             // Counts only: server addresses and hosts can be private.
@@ -268,8 +285,8 @@ impl Display for Inbound<'_> {
             }
         };
         notes.extend(stream(&ib.stream));
-        if ib.sniffing {
-            notes.push("sniffing requested (not performed yet)".into());
+        if let Some(sniffing) = &ib.sniffing {
+            notes.push(sniffing_note(sniffing));
         }
         write!(
             f,
@@ -594,6 +611,26 @@ impl Display for Outbound<'_> {
     }
 }
 
+/// `sniffing http,tls (route only)`.
+fn sniffing_note(s: &SniffingPlan) -> String {
+    let names: Vec<&str> = s
+        .dest_override
+        .iter()
+        .map(|p| match p {
+            SniffProtocol::Http => "http",
+            SniffProtocol::Tls => "tls",
+            SniffProtocol::Quic => "quic",
+        })
+        .collect();
+    let mut note = format!("sniffing {}", names.join(","));
+    if s.metadata_only {
+        note.push_str(" (metadata only)");
+    } else if s.route_only {
+        note.push_str(" (route only)");
+    }
+    note
+}
+
 struct Rule<'a>(&'a RulePlan);
 
 impl Display for Rule<'_> {
@@ -631,7 +668,20 @@ impl Display for Rule<'_> {
         if !r.users.is_empty() {
             parts.push(format!("user {}", list(r.users.clone())));
         }
-        write!(f, "{} → \"{}\"", parts.join("; "), r.outbound_tag)
+        if !r.protocols.is_empty() {
+            parts.push(format!("protocol {}", list(r.protocols.clone())));
+        }
+        if !r.attrs.is_empty() {
+            let attrs = r.attrs.iter().map(|(k, v)| format!("{k}~{}", v.as_str()));
+            parts.push(format!("attrs {}", list(attrs.collect())));
+        }
+        if let Some(tag) = &r.rule_tag {
+            parts.insert(0, format!("[{tag}]"));
+        }
+        match &r.target {
+            RuleTarget::Outbound(tag) => write!(f, "{} → \"{tag}\"", parts.join("; ")),
+            RuleTarget::Balancer(tag) => write!(f, "{} → balancer \"{tag}\"", parts.join("; ")),
+        }
     }
 }
 

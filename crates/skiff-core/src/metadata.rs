@@ -21,6 +21,18 @@ pub struct Metadata {
     pub user: Option<Arc<str>>,
     /// Policy level of the user or inbound.
     pub level: u32,
+    /// What sniffing recognised on the first bytes (`http`, `tls`, `quic`), for rules'
+    /// `protocol`.
+    pub protocol: Option<&'static str>,
+    /// HTTP attributes sniffing read (`:method`, `:path`, lower-case header names), for rules'
+    /// `attrs`.
+    pub attributes: Option<Arc<[(String, String)]>>,
+    /// The sniffed destination when sniffing is `routeOnly`: routing matches it, the outbound
+    /// still connects to `destination`.
+    pub route_destination: Option<Address>,
+    /// The destination the client asked for, when sniffing replaced it (access logs show
+    /// this one, as Xray's do).
+    pub requested_destination: Option<Address>,
 }
 
 impl Metadata {
@@ -33,6 +45,17 @@ impl Metadata {
             destination: None,
             user: None,
             level: 0,
+            protocol: None,
+            attributes: None,
+            route_destination: None,
+            requested_destination: None,
         }
+    }
+
+    /// The destination routing matches: the route-only sniffed one, else the real one.
+    pub fn routing_destination(&self) -> Option<&Address> {
+        self.route_destination
+            .as_ref()
+            .or(self.destination.as_ref())
     }
 }

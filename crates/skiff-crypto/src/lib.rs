@@ -13,6 +13,7 @@ pub mod hash;
 pub mod kcp;
 pub mod kdf;
 pub mod nonce;
+pub mod quic;
 pub mod random;
 pub mod shadowsocks;
 pub mod vmess;

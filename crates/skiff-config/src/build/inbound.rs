@@ -1,12 +1,18 @@
 //! Inbounds: listen address, ports, tag uniqueness and the parts around the protocol.
 
 use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+
+use skiff_core::Cidr;
 
 use super::fallback_loops;
 use super::unique_tags::UniqueTags;
-use super::{error_count, lower, protocols, stream};
+use super::{error_count, lower, protocols, routing, stream};
 use crate::diag::Diagnostic;
-use crate::plan::{InboundPlan, InboundProtocol, StreamNetwork, StreamPlan};
+use crate::plan::{
+    DomainEntry, DomainSet, InboundPlan, InboundProtocol, SniffProtocol, SniffingPlan,
+    StreamNetwork, StreamPlan,
+};
 use crate::raw::Item;
 use crate::raw::bounds::{RawAllocate, RawInbound, RawSniffing};
 use crate::source::Loc;
@@ -139,15 +145,86 @@ fn listen_address(listen: Option<&str>, loc: &Loc, diags: &mut Vec<Diagnostic>) 
     })
 }
 
-/// Sniffing is accepted so Xray configs load, but skiff does not inspect traffic yet: say so.
-fn sniffing(raw: Option<&RawSniffing>, loc: &Loc, diags: &mut Vec<Diagnostic>) -> bool {
-    let enabled = raw.and_then(|s| s.enabled).unwrap_or(false);
-    if enabled {
-        diags.push(loc.key("enabled").warning(
-            "sniffing is accepted but not performed yet: destinations stay as the client sent them",
+/// `sniffing`: None unless enabled. `destOverride` names as Xray spells them (`https` and
+/// `ssl` are `tls`); `fakedns` needs a fake-IP pool skiff does not have, so it is dropped with
+/// a warning, and an error when nothing else is left to sniff for.
+fn sniffing(
+    raw: Option<&RawSniffing>,
+    loc: &Loc,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<SniffingPlan> {
+    let raw = raw?;
+    if !raw.enabled.unwrap_or(false) {
+        return None;
+    }
+    let mut plan = SniffingPlan {
+        metadata_only: raw.metadata_only.unwrap_or(false),
+        route_only: raw.route_only.unwrap_or(false),
+        ..SniffingPlan::default()
+    };
+    let overrides = raw.dest_override.as_deref().unwrap_or_default();
+    let mut fakedns = None;
+    for (i, name) in overrides.iter().enumerate() {
+        let protocol = match name.to_ascii_lowercase().as_str() {
+            "http" => SniffProtocol::Http,
+            "tls" | "https" | "ssl" => SniffProtocol::Tls,
+            "quic" => SniffProtocol::Quic,
+            "fakedns" | "fakedns+others" => {
+                fakedns = Some(i);
+                continue;
+            }
+            _ => {
+                diags.push(loc.key("destOverride").index(i).error(format!(
+                    "unknown sniffing protocol `{name}` (expected http, tls, quic or fakedns)"
+                )));
+                continue;
+            }
+        };
+        if !plan.dest_override.contains(&protocol) {
+            plan.dest_override.push(protocol);
+        }
+    }
+    if let Some(i) = fakedns {
+        let at = loc.key("destOverride").index(i);
+        if plan.dest_override.is_empty() {
+            diags.push(at.error(
+                "`fakedns` needs a fake-IP pool (the `fakedns` section), which skiff does not have; with nothing else in destOverride, sniffing would do nothing",
+            ));
+        } else {
+            diags.push(at.warning(
+                "`fakedns` needs a fake-IP pool, which skiff does not have: ignored (the other sniffers still run)",
+            ));
+        }
+    }
+    if plan.metadata_only {
+        diags.push(loc.key("metadataOnly").warning(
+            "metadataOnly: no content is read, and skiff has no metadata sniffer (fakedns), so nothing is sniffed",
         ));
     }
-    enabled
+    let mut excluded = Vec::new();
+    for (i, text) in raw.domains_excluded.iter().flatten().enumerate() {
+        let at = loc.key("domainsExcluded").index(i);
+        match routing::domain_entry(text) {
+            Ok(DomainEntry::Custom(domain)) => excluded.push(domain),
+            Ok(DomainEntry::Geosite { .. }) => diags.push(at.error(
+                "geosite lists in domainsExcluded are not supported by this version of skiff yet; list the domains",
+            )),
+            Err(e) => diags.push(at.error(e)),
+        }
+    }
+    if !excluded.is_empty() {
+        match DomainSet::new(excluded) {
+            Ok(set) => plan.domains_excluded = Some(Arc::new(set)),
+            Err(e) => diags.push(loc.key("domainsExcluded").error(e)),
+        }
+    }
+    for (i, text) in raw.ips_excluded.iter().flatten().enumerate() {
+        match Cidr::parse(text.trim()) {
+            Ok(cidr) => plan.ips_excluded.push(cidr),
+            Err(e) => diags.push(loc.key("ipsExcluded").index(i).error(e)),
+        }
+    }
+    Some(plan)
 }
 
 /// Only Xray's default strategy exists: every port is listened on all the time.

@@ -130,4 +130,6 @@ mod tests_mkcp;
 #[cfg(test)]
 mod tests_shadowsocks;
 #[cfg(test)]
+mod tests_sniffing;
+#[cfg(test)]
 mod tests_vmess;

@@ -13,10 +13,10 @@ use super::{error_count, lower};
 use crate::decode::decode;
 use crate::diag::Diagnostic;
 use crate::plan::{
-    Domain, DomainEntry, DomainKind, DomainSet, IpEntry, IpMatcher, IpSet, RoutingDomainStrategy,
-    RoutingPlan, RulePlan,
+    BalancerPlan, BalancerStrategy, Domain, DomainEntry, DomainKind, DomainSet, IpEntry, IpMatcher,
+    IpSet, RoutingDomainStrategy, RoutingPlan, RulePlan, RuleTarget,
 };
-use crate::raw::top::{RawRouting, RawRule};
+use crate::raw::top::{RawBalancer, RawRouting, RawRule};
 use crate::raw::values::{PortSpec, StringList};
 use crate::raw::{Damage, Item, kind};
 use crate::source::Loc;
@@ -49,15 +49,17 @@ pub fn build_routing(
         &loc.key("domainMatcher"),
         diags,
     );
-    if raw.balancers.as_ref().is_some_and(|b| !b.is_empty()) {
-        diags.push(
-            loc.key("balancers")
-                .error("balancers are not supported by this version of skiff yet"),
-        );
-    }
+    let balancers = build_balancers(
+        raw.balancers.as_deref().unwrap_or_default(),
+        &loc.key("balancers"),
+        outbound_tags,
+        damage,
+        diags,
+    );
     let ctx = RuleContext {
         outbound_tags,
         inbound_tags,
+        balancer_tags: balancers.iter().map(|b| b.tag.clone()).collect(),
         damage,
         geo: RefCell::new(geo),
     };
@@ -81,12 +83,14 @@ pub fn build_routing(
     RoutingPlan {
         domain_strategy,
         rules,
+        balancers,
     }
 }
 
 struct RuleContext<'a> {
     outbound_tags: &'a HashSet<String>,
     inbound_tags: &'a HashSet<String>,
+    balancer_tags: HashSet<String>,
     damage: &'a Damage,
     /// Holds the .dat files read so far; dropped (with them) when routing is built.
     geo: RefCell<GeoLoader>,
@@ -174,18 +178,28 @@ fn build_rule(
         }
     }
 
-    // Conditions skiff cannot evaluate: an error each. Ignoring one would widen the rule.
-    let needs_sniffing = [
-        ("protocol", rule.protocol.is_some()),
-        ("attrs", rule.attrs.is_some()),
-    ];
-    for (key, present) in needs_sniffing {
-        if present {
-            diags.push(loc.key(key).error(format!(
-                "rule condition `{key}` needs sniffing, which this version of skiff does not perform yet"
-            )));
+    let protocols = each(rule.protocol.as_ref(), &loc.key("protocol"), diags, |p| {
+        non_empty(&p.to_ascii_lowercase(), "protocol")
+    });
+    if let Some(list) = &rule.protocol {
+        for (i, name) in list.items.iter().enumerate() {
+            // Xray also sniffs BitTorrent; skiff does not, so such a condition never matches.
+            if !["http", "tls", "quic"]
+                .iter()
+                .any(|known| known.starts_with(name.to_ascii_lowercase().as_str()))
+            {
+                diags.push(item_loc(list, &loc.key("protocol"), i).warning(format!(
+                    "skiff sniffs http, tls and quic only: protocol `{name}` never matches"
+                )));
+            }
         }
     }
+    let attrs = rule
+        .attrs
+        .as_ref()
+        .map(|value| attrs(value, &loc.key("attrs"), diags))
+        .unwrap_or_default();
+    // Conditions skiff cannot evaluate: an error each. Ignoring one would widen the rule.
     let unsupported = [
         ("localIP", &rule.local_ip),
         ("localPort", &rule.local_port),
@@ -218,37 +232,11 @@ fn build_rule(
         || rule.attrs.is_some();
     if !has_condition {
         diags.push(loc.error(
-            "this rule has no condition (domain, ip, port, sourcePort, network, source, user or inboundTag)",
+            "this rule has no condition (domain, ip, port, sourcePort, network, source, user, inboundTag, protocol or attrs)",
         ));
     }
 
-    if rule.balancer_tag.is_some() {
-        diags.push(
-            loc.key("balancerTag")
-                .error("balancerTag is not supported by this version of skiff yet (balancers are not implemented)"),
-        );
-    }
-    let outbound_tag = match rule.outbound_tag.as_deref().filter(|t| !t.is_empty()) {
-        Some(tag) if ctx.outbound_tags.contains(tag) || ctx.damage.may_hide_outbound(tag) => {
-            tag.to_owned()
-        }
-        Some(tag) => {
-            diags.push(
-                loc.key("outboundTag")
-                    .error(format!("no outbound is tagged `{tag}`")),
-            );
-            String::new()
-        }
-        None => {
-            if rule.balancer_tag.is_none() {
-                diags.push(
-                    loc.key("outboundTag")
-                        .error("missing `outboundTag`: a rule must name an outbound"),
-                );
-            }
-            String::new()
-        }
-    };
+    let target = rule_target(rule, loc, ctx, diags);
 
     (error_count(diags) == before).then_some(RulePlan {
         inbound_tags,
@@ -261,8 +249,156 @@ fn build_rule(
         sources,
         source_ports,
         users,
-        outbound_tag,
+        protocols,
+        attrs,
+        target,
+        rule_tag: rule.rule_tag.clone().filter(|t| !t.is_empty()),
     })
+}
+
+/// `outboundTag` or `balancerTag` (Xray takes the outbound when both are given).
+fn rule_target(
+    rule: &RawRule,
+    loc: &Loc,
+    ctx: &RuleContext<'_>,
+    diags: &mut Vec<Diagnostic>,
+) -> RuleTarget {
+    if let Some(tag) = rule.outbound_tag.as_deref().filter(|t| !t.is_empty()) {
+        if !ctx.outbound_tags.contains(tag) && !ctx.damage.may_hide_outbound(tag) {
+            diags.push(
+                loc.key("outboundTag")
+                    .error(format!("no outbound is tagged `{tag}`")),
+            );
+        }
+        return RuleTarget::Outbound(tag.to_owned());
+    }
+    if let Some(tag) = rule.balancer_tag.as_deref().filter(|t| !t.is_empty()) {
+        if !ctx.balancer_tags.contains(tag) {
+            diags.push(loc.key("balancerTag").error(format!(
+                "no balancer is tagged `{tag}` in routing.balancers"
+            )));
+        }
+        return RuleTarget::Balancer(tag.to_owned());
+    }
+    diags.push(loc.key("outboundTag").error(
+        "missing `outboundTag` (or `balancerTag`): a rule must name an outbound or a balancer",
+    ));
+    RuleTarget::Outbound(String::new())
+}
+
+/// `attrs`: an object of attribute name → regular expression (Go's RE2 syntax, which
+/// regex-lite shares for what configs use). Names are matched lower-cased, as Xray does.
+fn attrs(
+    value: &serde_json::Value,
+    loc: &Loc,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<(String, regex_lite::Regex)> {
+    let Some(object) = value.as_object() else {
+        diags.push(loc.error(format!(
+            "invalid type: {}, expected an object of attribute name to regular expression",
+            kind(value)
+        )));
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (key, pattern) in object {
+        let Some(pattern) = pattern.as_str() else {
+            diags.push(loc.key(key).error(format!(
+                "invalid type: {}, expected a regular expression string",
+                kind(pattern)
+            )));
+            continue;
+        };
+        match regex_lite::Regex::new(pattern) {
+            Ok(re) => out.push((key.to_ascii_lowercase(), re)),
+            Err(e) => diags.push(
+                loc.key(key)
+                    .error(format!("invalid regular expression `{pattern}`: {e}")),
+            ),
+        }
+    }
+    out
+}
+
+/// `balancers`: each with a unique `tag`, non-empty `selector`, a `strategy.type` skiff can
+/// run without an observatory, and an existing `fallbackTag`.
+fn build_balancers(
+    raw: &[serde_json::Value],
+    loc: &Loc,
+    outbound_tags: &HashSet<String>,
+    damage: &Damage,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<BalancerPlan> {
+    let mut out: Vec<BalancerPlan> = Vec::new();
+    for (i, value) in raw.iter().enumerate() {
+        let bloc = loc.index(i);
+        if !value.is_object() {
+            diags.push(bloc.error(format!(
+                "invalid type: {}, expected a balancer object",
+                kind(value)
+            )));
+            continue;
+        }
+        let Some(raw) = decode::<RawBalancer>(value, &bloc, diags) else {
+            continue;
+        };
+        let before = error_count(diags);
+        let tag = raw.tag.clone().unwrap_or_default();
+        if tag.is_empty() {
+            diags.push(bloc.key("tag").error("empty balancer tag"));
+        } else if out.iter().any(|b| b.tag == tag) {
+            diags.push(
+                bloc.key("tag")
+                    .error(format!("another balancer is already tagged `{tag}`")),
+            );
+        }
+        let selectors: Vec<String> = raw
+            .selector
+            .iter()
+            .flat_map(|l| l.items.iter())
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect();
+        if selectors.is_empty() {
+            diags.push(bloc.key("selector").error("empty selector list"));
+        }
+        let strategy = raw.strategy.as_ref();
+        let strategy = match lower(strategy.and_then(|s| s.kind.as_deref())).as_deref() {
+            None | Some("" | "random") => BalancerStrategy::Random,
+            Some("roundrobin") => BalancerStrategy::RoundRobin,
+            Some(name @ ("leastping" | "leastload")) => {
+                diags.push(bloc.key("strategy").key("type").error(format!(
+                    "balancing strategy `{name}` needs an observatory (outbound health probes), which skiff does not have; use random or roundRobin"
+                )));
+                BalancerStrategy::Random
+            }
+            Some(other) => {
+                diags.push(bloc.key("strategy").key("type").error(format!(
+                    "unknown balancing strategy `{other}` (expected random, roundRobin, leastPing or leastLoad)"
+                )));
+                BalancerStrategy::Random
+            }
+        };
+        let fallback_tag = raw.fallback_tag.clone().filter(|t| !t.is_empty());
+        if let Some(tag) = &fallback_tag
+            && !outbound_tags.contains(tag)
+            && !damage.may_hide_outbound(tag)
+        {
+            diags.push(
+                bloc.key("fallbackTag")
+                    .error(format!("no outbound is tagged `{tag}`")),
+            );
+        }
+        if error_count(diags) == before {
+            out.push(BalancerPlan {
+                tag,
+                selectors,
+                strategy,
+                fallback_tag,
+            });
+        }
+    }
+    out
 }
 
 pub(super) fn item_loc(list: &StringList, loc: &Loc, i: usize) -> Loc {

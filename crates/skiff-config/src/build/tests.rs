@@ -7,8 +7,8 @@ use skiff_core::{Networks, PortRange};
 
 use crate::{
     BlackholeResponse, Diagnostic, DomainEntry, DomainKind, FreedomDomainStrategy, InboundProtocol,
-    LogLevel, LogTarget, OutboundProtocol, Plan, RoutingDomainStrategy, Severity, Source,
-    load_sources,
+    LogLevel, LogTarget, OutboundProtocol, Plan, RoutingDomainStrategy, Severity, SniffProtocol,
+    Source, load_sources,
 };
 
 fn load(text: &str) -> Result<(Plan, Vec<Diagnostic>), Vec<Diagnostic>> {
@@ -493,13 +493,12 @@ fn inbound_extras() {
     let (plan, warnings) = load(r#"{"inbounds": [{"port": 1, "protocol": "socks",
         "sniffing": {"enabled": true, "destOverride": ["http", "tls"]}, "allocate": {"strategy": "always"}}]}"#)
     .unwrap();
-    assert!(plan.inbounds[0].sniffing);
-    assert_eq!(warnings.len(), 1);
-    assert!(
-        warnings[0]
-            .message
-            .contains("sniffing is accepted but not performed yet")
+    let sniffing = plan.inbounds[0].sniffing.as_ref().unwrap();
+    assert_eq!(
+        sniffing.dest_override,
+        [SniffProtocol::Http, SniffProtocol::Tls]
     );
+    assert!(warnings.is_empty(), "{warnings:?}");
     has_error(
         r#"{"inbounds": [{"port": 1, "protocol": "socks", "allocate": {"strategy": "random"}}]}"#,
         "inbounds[0].allocate.strategy",
@@ -656,7 +655,7 @@ fn rule_conditions() {
     let ips = r[0].ip_set.as_ref().unwrap();
     assert!(ips.matches("10.9.9.9".parse().unwrap()) && ips.matches("fd00::1".parse().unwrap()));
     assert!(!ips.matches("11.0.0.1".parse().unwrap()));
-    assert_eq!(r[0].outbound_tag, "block");
+    assert_eq!(r[0].target, crate::RuleTarget::Outbound("block".into()));
     assert_eq!(r[1].ports, [PortRange::single(53)]);
     assert_eq!(
         r[1].networks,
@@ -734,19 +733,14 @@ fn rule_errors() {
         "no condition",
     );
     has_error(
-        &rule(r#"{"protocol": ["bittorrent"], "outboundTag": "direct"}"#),
-        "routing.rules[0].protocol",
-        "sniffing",
-    );
-    has_error(
-        &rule(r#"{"attrs": {":method": "GET"}, "outboundTag": "direct"}"#),
-        "routing.rules[0].attrs",
-        "sniffing",
+        &rule(r#"{"attrs": {":method": "GE(T"}, "outboundTag": "direct"}"#),
+        "routing.rules[0].attrs.:method",
+        "invalid regular expression",
     );
     has_error(
         &rule(r#"{"port": 1, "balancerTag": "b"}"#),
         "routing.rules[0].balancerTag",
-        "not supported",
+        "no balancer is tagged `b`",
     );
     has_error(
         &rule(r#"{"type": "chinasites", "port": 1, "outboundTag": "direct"}"#),
@@ -759,11 +753,6 @@ fn rule_errors() {
         "not supported",
     );
     has_error(&rule("5"), "routing.rules[0]", "expected a rule object");
-    has_error(
-        r#"{"routing": {"balancers": [{"tag": "b", "selector": ["a"]}]}}"#,
-        "routing.balancers",
-        "balancers are not supported",
-    );
     has_error(
         r#"{"routing": {"domainStrategy": "Never"}}"#,
         "routing.domainStrategy",

@@ -23,25 +23,10 @@ pub struct RawInbound {
 #[serde(rename_all = "camelCase")]
 pub struct RawSniffing {
     pub enabled: Option<bool>,
-    #[allow(
-        dead_code,
-        reason = "an accepted Xray key: declared so it is not reported as unknown"
-    )]
     pub dest_override: Option<Vec<String>>,
-    #[allow(
-        dead_code,
-        reason = "an accepted Xray key: declared so it is not reported as unknown"
-    )]
     pub metadata_only: Option<bool>,
-    #[allow(
-        dead_code,
-        reason = "an accepted Xray key: declared so it is not reported as unknown"
-    )]
     pub domains_excluded: Option<Vec<String>>,
-    #[allow(
-        dead_code,
-        reason = "an accepted Xray key: declared so it is not reported as unknown"
-    )]
+    pub ips_excluded: Option<Vec<String>>,
     pub route_only: Option<bool>,
 }
 

@@ -56,11 +56,7 @@ pub struct RawRule {
     pub attrs: Option<Value>,
     pub outbound_tag: Option<String>,
     pub balancer_tag: Option<String>,
-    /// Only a name for logs in Xray; accepted and not used.
-    #[allow(
-        dead_code,
-        reason = "an accepted Xray key: declared so it is not reported as unknown"
-    )]
+    /// A name for logs.
     pub rule_tag: Option<String>,
     // Known Xray conditions skiff cannot evaluate yet: errors, never silently dropped (dropping
     // a condition would make the rule match more than the user asked for).
@@ -69,6 +65,28 @@ pub struct RawRule {
     pub local_port: Option<Value>,
     pub vless_route: Option<Value>,
     pub process: Option<Value>,
+}
+
+/// One `routing.balancers` entry.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawBalancer {
+    pub tag: Option<String>,
+    pub selector: Option<StringList>,
+    pub strategy: Option<RawStrategy>,
+    pub fallback_tag: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RawStrategy {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// leastPing/leastLoad tuning; those strategies are refused, so it is never read.
+    #[allow(
+        dead_code,
+        reason = "an accepted Xray key: declared so it is not reported as unknown"
+    )]
+    pub settings: Option<Value>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

@@ -4,7 +4,8 @@
 //! [`BoxStream`](skiff_core::BoxStream) that implements [`ProxyStream`](skiff_core::ProxyStream).
 
 pub mod client;
-pub mod client_hello;
+/// The peek lives in skiff-sniff (routing sniffs the same ClientHello); its old path stays.
+pub use skiff_sniff::client_hello;
 mod layer;
 mod read_ahead;
 mod records;

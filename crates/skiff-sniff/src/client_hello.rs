@@ -115,6 +115,32 @@ pub fn peek_client_hello(buf: &[u8]) -> Peek {
     }
 }
 
+/// Parses a ClientHello handshake message without its record layer (as QUIC's CRYPTO frames
+/// carry it): `Incomplete` until `message` holds the whole of it.
+pub fn parse_client_hello_message(message: &[u8]) -> Peek {
+    let Some(header) = message.get(..4) else {
+        return Peek::Incomplete;
+    };
+    if header[0] != 1 {
+        return Peek::Malformed("first handshake message is not ClientHello");
+    }
+    let body_len =
+        (usize::from(header[1]) << 16) | (usize::from(header[2]) << 8) | usize::from(header[3]);
+    if body_len > MAX_CLIENT_HELLO_LEN {
+        return Peek::Malformed("ClientHello too large");
+    }
+    let Some(body) = message.get(4..4 + body_len) else {
+        return Peek::Incomplete;
+    };
+    match parse_body(body) {
+        Ok(mut info) => {
+            info.consumed = 4 + body_len;
+            Peek::ClientHello(info)
+        }
+        Err(e) => Peek::Malformed(e),
+    }
+}
+
 fn parse_body(body: &[u8]) -> Result<ClientHelloInfo, &'static str> {
     let mut r = Reader::new(body);
     let legacy_version = r.u16().ok_or("version")?;
