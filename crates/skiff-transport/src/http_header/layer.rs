@@ -123,9 +123,10 @@ struct HeadFirst {
     in_head: Option<Vec<u8>>,
     /// Bytes read behind the peer's head, not returned yet.
     rest: Bytes,
-    /// Server: dropped without a head written and without a shutdown, Xray's `Close` writes
-    /// its 400. False once shut down or reset.
-    answer_on_drop: bool,
+    /// A byte of the head went out (or the stream was shut down or reset): no 400 on close.
+    head_started: bool,
+    /// The server side: a close before its head answers Xray's 400.
+    server: bool,
 }
 
 impl HeadFirst {
@@ -135,7 +136,8 @@ impl HeadFirst {
             out_head: Some(head.into()),
             in_head: None,
             rest: Bytes::new(),
-            answer_on_drop: true,
+            head_started: false,
+            server: true,
         }
     }
 
@@ -145,7 +147,8 @@ impl HeadFirst {
             out_head: Some(head.into()),
             in_head: Some(Vec::new()),
             rest: Bytes::new(),
-            answer_on_drop: false,
+            head_started: false,
+            server: false,
         }
     }
 
@@ -155,6 +158,7 @@ impl HeadFirst {
                 self.out_head = None;
                 break;
             }
+            self.head_started = true;
             let n = ready!(Pin::new(&mut self.inner).poll_write(cx, head))?;
             if n == 0 {
                 return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
@@ -223,12 +227,17 @@ impl AsyncWrite for HeadFirst {
         Pin::new(&mut self.get_mut().inner).poll_flush(cx)
     }
 
-    /// A stream ending without a byte written still sends its head first: the peer reads an
-    /// empty body, as from Xray (whose relay writes its protocol's header in any case).
+    /// A stream ending before a byte of its head went out is a connection the protocol gave
+    /// up on: as Xray's `Close`, the server answers its 400 and the client sends nothing.
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if !this.head_started {
+            this.head_started = true;
+            this.out_head = this
+                .server
+                .then(|| Bytes::from(closed_early_answer(&now())));
+        }
         ready!(this.poll_write_head(cx))?;
-        this.answer_on_drop = false;
         Pin::new(&mut this.inner).poll_shutdown(cx)
     }
 }
@@ -237,11 +246,7 @@ impl Drop for HeadFirst {
     /// The protocol refused the connection (or it timed out) before the server wrote: Xray
     /// answers its 400 as it closes. Best effort, without waiting: one write attempt.
     fn drop(&mut self) {
-        let untouched = self
-            .out_head
-            .as_ref()
-            .is_some_and(|h| !h.is_empty() && self.answer_on_drop);
-        if !untouched {
+        if self.head_started || !self.server {
             return;
         }
         let answer = closed_early_answer(&now());
@@ -276,7 +281,7 @@ impl ProxyStream for HeadFirst {
     }
 
     fn reset_on_close(&mut self) {
-        self.answer_on_drop = false;
+        self.head_started = true;
         self.inner.reset_on_close();
     }
 }
