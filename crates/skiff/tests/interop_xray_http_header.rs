@@ -2,7 +2,7 @@
 //! with Xray-core 26.7 (XRAY_BIN, else `../shared/peers/bin/xray`; outside CI a machine
 //! without either skips, under CI that fails), both directions, VLESS: A → B (dokodemo-door →
 //! VLESS out) → C (VLESS in → freedom) → D, with B or C being Xray, 8 MiB each way at once,
-//! SHA-256 checked; with configured templates, and with Xray's defaults under TLS (the header
+//! SHA-256 checked (and VMess both ways); with configured templates, and with Xray's defaults under TLS (the header
 //! then travels inside TLS, as Xray layers it). A prober gets the same bytes from Skiff as
 //! from Xray (its Date aside): 404 for a path not configured, 400 for the rest.
 
@@ -53,11 +53,20 @@ fn stream_settings(custom: bool, tls: Tls<'_>, server: bool) -> serde_json::Valu
     s
 }
 
-fn server_config(port: u16, custom: bool, tls: Tls<'_>) -> String {
+/// VLESS, or with `vmess` VMess (AEAD, aes-128-gcm).
+fn server_config(port: u16, custom: bool, tls: Tls<'_>, vmess: bool) -> String {
+    let (protocol, settings) = if vmess {
+        ("vmess", serde_json::json!({ "clients": [{ "id": UUID }] }))
+    } else {
+        (
+            "vless",
+            serde_json::json!({ "clients": [{ "id": UUID }], "decryption": "none" }),
+        )
+    };
     serde_json::json!({
         "log": { "loglevel": "debug" },
-        "inbounds": [{ "listen": "127.0.0.1", "port": port, "protocol": "vless",
-            "settings": { "clients": [{ "id": UUID }], "decryption": "none" },
+        "inbounds": [{ "listen": "127.0.0.1", "port": port, "protocol": protocol,
+            "settings": settings,
             "streamSettings": stream_settings(custom, tls, true) }],
         // Xray 26 refuses private destinations in freedom unless a final rule allows them.
         "outbounds": [{ "protocol": "freedom",
@@ -66,14 +75,32 @@ fn server_config(port: u16, custom: bool, tls: Tls<'_>) -> String {
     .to_string()
 }
 
-fn client_config(listen: u16, target: u16, server: u16, custom: bool, tls: Tls<'_>) -> String {
+fn client_config(
+    listen: u16,
+    target: u16,
+    server: u16,
+    custom: bool,
+    tls: Tls<'_>,
+    vmess: bool,
+) -> String {
+    let (protocol, user) = if vmess {
+        (
+            "vmess",
+            serde_json::json!({ "id": UUID, "security": "aes-128-gcm" }),
+        )
+    } else {
+        (
+            "vless",
+            serde_json::json!({ "id": UUID, "encryption": "none" }),
+        )
+    };
     serde_json::json!({
         "log": { "loglevel": "debug" },
         "inbounds": [{ "listen": "127.0.0.1", "port": listen, "protocol": "dokodemo-door",
             "settings": { "address": "127.0.0.1", "port": target, "network": "tcp" } }],
-        "outbounds": [{ "protocol": "vless",
+        "outbounds": [{ "protocol": protocol,
             "settings": { "vnext": [{ "address": "127.0.0.1", "port": server,
-                "users": [{ "id": UUID, "encryption": "none" }] }] },
+                "users": [user] }] },
             "streamSettings": stream_settings(custom, tls, false) }]
     })
     .to_string()
@@ -166,9 +193,9 @@ fn exchange_bulk(s: TcpStream, seed: u64) -> (u64, Vec<u8>) {
     (total, h.finalize().to_vec())
 }
 
-fn run_case(xray_is_client: bool, custom: bool, with_tls: bool) {
+fn run_case(xray_is_client: bool, custom: bool, with_tls: bool, vmess: bool) {
     let Some(xray) = xray() else { return };
-    let name = format!("httphdr-{xray_is_client}-{custom}-{with_tls}");
+    let name = format!("httphdr-{xray_is_client}-{custom}-{with_tls}-{vmess}");
     let dir = TempDir::new(&name);
     let (cert, key) = certificate(dir.path());
     let pin = pin(&cert);
@@ -176,8 +203,8 @@ fn run_case(xray_is_client: bool, custom: bool, with_tls: bool) {
     let sink = TcpListener::bind("127.0.0.1:0").unwrap();
     let d = sink.local_addr().unwrap().port();
     let (b, c) = (free_port(), free_port());
-    let server_json = server_config(c, custom, tls);
-    let client_json = client_config(b, d, c, custom, tls);
+    let server_json = server_config(c, custom, tls, vmess);
+    let client_json = client_config(b, d, c, custom, tls, vmess);
     let (_xray, mut skiff, log) = if xray_is_client {
         let (skiff, log) = start_skiff(dir.path(), "c", &server_json, &[c]);
         let client = start_xray(&xray, dir.path(), "b", &client_json, b);
@@ -201,22 +228,29 @@ fn run_case(xray_is_client: bool, custom: bool, with_tls: bool) {
 
 #[test]
 fn xray_client_skiff_server() {
-    run_case(true, true, false);
+    run_case(true, true, false, false);
 }
 
 #[test]
 fn skiff_client_xray_server() {
-    run_case(false, true, false);
+    run_case(false, true, false, false);
 }
 
 #[test]
 fn xray_client_skiff_server_tls_defaults() {
-    run_case(true, false, true);
+    run_case(true, false, true, false);
 }
 
 #[test]
 fn skiff_client_xray_server_tls_defaults() {
-    run_case(false, false, true);
+    run_case(false, false, true, false);
+}
+
+/// The header is under the protocol, whichever it is: VMess both ways.
+#[test]
+fn vmess_both_ways() {
+    run_case(true, true, false, true);
+    run_case(false, true, false, true);
 }
 
 /// What a listener answers `request` (the write side then shut when `half_close`).
@@ -238,8 +272,14 @@ fn probes_get_what_xray_gives_them() {
     let Some(xray) = xray() else { return };
     let dir = TempDir::new("httphdr-probe");
     let (x, s) = (free_port(), free_port());
-    let _xray = start_xray(&xray, dir.path(), "x", &server_config(x, true, None), x);
-    let (mut skiff, log) = start_skiff(dir.path(), "s", &server_config(s, true, None), &[s]);
+    let _xray = start_xray(
+        &xray,
+        dir.path(),
+        "x",
+        &server_config(x, true, None, false),
+        x,
+    );
+    let (mut skiff, log) = start_skiff(dir.path(), "s", &server_config(s, true, None, false), &[s]);
     let mut long = b"GET /a HTTP/1.1\r\nX: ".to_vec();
     long.resize(8192, b'a');
     let probes: Vec<(Vec<u8>, bool, &str)> = vec![
