@@ -285,3 +285,93 @@ impl ProxyStream for HeadFirst {
         self.inner.reset_on_close();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http_header::defaults;
+    use tokio::net::UnixStream;
+
+    fn templates() -> (RequestTemplate, ResponseTemplate) {
+        let request = RequestTemplate {
+            method: "GET".into(),
+            version: "1.1".into(),
+            paths: vec!["/a".into(), "/b".into()],
+            headers: defaults::request_headers(),
+        };
+        let response = ResponseTemplate {
+            version: "1.1".into(),
+            status: "200".into(),
+            reason: "OK".into(),
+            headers: defaults::response_headers(),
+        };
+        (request, response)
+    }
+
+    async fn read_all(s: &mut UnixStream) -> Vec<u8> {
+        let mut out = Vec::new();
+        s.read_to_end(&mut out).await.unwrap();
+        out
+    }
+
+    #[tokio::test]
+    async fn client_and_server_meet_and_the_heads_stay_out_of_the_stream() {
+        let (request, response) = templates();
+        let (a, b) = UnixStream::pair().unwrap();
+        let client = HttpHeaderClient::new(request.clone());
+        let server = HttpHeaderServer::new(request.paths, response);
+        let client_side = async {
+            let mut s = client.connect(Box::new(a)).await.unwrap();
+            s.write_all(b"hello").await.unwrap();
+            let mut got = [0u8; 5];
+            s.read_exact(&mut got).await.unwrap();
+            assert_eq!(&got, b"world");
+            s.shutdown().await.unwrap();
+        };
+        let server_side = async {
+            let mut session = LayerSession::default();
+            let mut s = server.accept(Box::new(b), &mut session).await.unwrap();
+            let mut got = [0u8; 5];
+            s.read_exact(&mut got).await.unwrap();
+            assert_eq!(&got, b"hello");
+            s.write_all(b"world").await.unwrap();
+            s.shutdown().await.unwrap();
+        };
+        tokio::join!(client_side, server_side);
+    }
+
+    #[tokio::test]
+    async fn refusals_and_early_closes_get_xrays_answers() {
+        let (request, response) = templates();
+        let server = HttpHeaderServer::new(request.paths, response);
+        let mut session = LayerSession::default();
+
+        let (mut a, b) = UnixStream::pair().unwrap();
+        a.write_all(b"GET /c HTTP/1.1\r\n\r\n").await.unwrap();
+        assert!(server.accept(Box::new(b), &mut session).await.is_err());
+        assert!(
+            read_all(&mut a)
+                .await
+                .starts_with(b"HTTP/1.1 404 Not Found\r\n")
+        );
+
+        // Accepted, then given up before a byte was written: dropped, or shut down.
+        for shut in [false, true] {
+            let (mut a, b) = UnixStream::pair().unwrap();
+            a.write_all(b"GET /b HTTP/1.1\r\n\r\nxyz").await.unwrap();
+            let mut s = server.accept(Box::new(b), &mut session).await.unwrap();
+            let mut got = [0u8; 3];
+            s.read_exact(&mut got).await.unwrap();
+            assert_eq!(&got, b"xyz");
+            if shut {
+                s.shutdown().await.unwrap();
+            }
+            drop(s);
+            assert!(
+                read_all(&mut a)
+                    .await
+                    .starts_with(b"HTTP/1.1 400 Bad Request\r\n")
+            );
+        }
+    }
+}
