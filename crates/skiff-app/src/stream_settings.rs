@@ -4,9 +4,12 @@
 
 use std::sync::Arc;
 
-use skiff_config::{StreamNetwork, StreamPlan, StreamSecurity, TlsPlan};
+use skiff_config::{HttpHeaderPlan, StreamNetwork, StreamPlan, StreamSecurity, TlsPlan};
 use skiff_core::tcp_tuning::TcpTuning;
 use skiff_core::{ClientLayer, Dialer, Outbound, OutboundDialer, ServerLayer};
+use skiff_transport::http_header::{
+    HttpHeaderClient, HttpHeaderServer, RequestTemplate, ResponseTemplate, defaults,
+};
 use skiff_transport::httpupgrade::{HttpUpgradeClient, HttpUpgradeServer};
 use skiff_transport::kcp::dial::KcptunDialer;
 use skiff_transport::mkcp::dial::MkcpDialer;
@@ -23,6 +26,11 @@ pub fn server_stack(plan: &StreamPlan) -> Result<ServerStack, String> {
     }
     let base = match &plan.network {
         StreamNetwork::Tcp => ServerBase::Tcp,
+        StreamNetwork::HttpHeader(h) => {
+            let (request, response) = http_header(h);
+            layers.push(Arc::new(HttpHeaderServer::new(request.paths, response)));
+            ServerBase::Tcp
+        }
         StreamNetwork::Ws(w) => {
             layers.push(Arc::new(WsServerOptions {
                 path: w.path.clone(),
@@ -77,6 +85,10 @@ pub fn client_dialer(
     };
     let base = match &plan.network {
         StreamNetwork::Tcp => tcp(),
+        StreamNetwork::HttpHeader(h) => {
+            layers.push(Arc::new(HttpHeaderClient::new(http_header(h).0)));
+            tcp()
+        }
         StreamNetwork::Ws(w) => {
             layers.push(Arc::new(WsClientOptions {
                 path: w.path.clone(),
@@ -107,6 +119,31 @@ pub fn client_dialer(
         ),
     };
     Ok(Arc::new(LayeredDialer { base, layers }))
+}
+
+/// The header's templates, Xray's default header lists where none are configured.
+fn http_header(h: &HttpHeaderPlan) -> (RequestTemplate, ResponseTemplate) {
+    let request = RequestTemplate {
+        method: h.request.method.clone(),
+        version: h.request.version.clone(),
+        paths: h.request.paths.clone(),
+        headers: h
+            .request
+            .headers
+            .clone()
+            .unwrap_or_else(defaults::request_headers),
+    };
+    let response = ResponseTemplate {
+        version: h.response.version.clone(),
+        status: h.response.status.clone(),
+        reason: h.response.reason.clone(),
+        headers: h
+            .response
+            .headers
+            .clone()
+            .unwrap_or_else(defaults::response_headers),
+    };
+    (request, response)
 }
 
 /// The plain TCP dialer freedom uses, tuned as its stream settings say, or the chained

@@ -233,6 +233,8 @@ pub enum StreamNetwork {
     /// `tcp` / `raw` (the default), without header obfuscation.
     #[default]
     Tcp,
+    /// `tcp` / `raw` with `header.type: "http"` (`rawSettings`, else `tcpSettings`).
+    HttpHeader(HttpHeaderPlan),
     /// `ws` / `websocket`.
     Ws(WsPlan),
     /// `httpupgrade`: an HTTP/1.1 upgrade, then the raw stream (`httpupgradeSettings`).
@@ -270,6 +272,40 @@ pub struct WsPlan {
     pub headers: Vec<(String, String)>,
     /// `acceptProxyProtocol`, default false (inbounds only).
     pub accept_proxy_protocol: bool,
+}
+
+/// `header` of `rawSettings`/`tcpSettings` with `type: "http"`, Xray's defaults filled in
+/// (infra/conf `AuthenticatorRequest`/`AuthenticatorResponse`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpHeaderPlan {
+    pub request: HttpRequestPlan,
+    pub response: HttpResponsePlan,
+}
+
+/// `header.request`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpRequestPlan {
+    /// Default "GET".
+    pub method: String,
+    /// Default "1.1" (sent as `HTTP/1.1`).
+    pub version: String,
+    /// Default ["/"]; a client picks one per connection, a server accepts any.
+    pub paths: Vec<String>,
+    /// Sorted by name as Xray sorts them; None: Xray's browser-like defaults.
+    pub headers: Option<Vec<(String, Vec<String>)>>,
+}
+
+/// `header.response`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpResponsePlan {
+    /// Default "1.1".
+    pub version: String,
+    /// Default "200".
+    pub status: String,
+    /// Default "OK".
+    pub reason: String,
+    /// Sorted by name; None: Xray's defaults.
+    pub headers: Option<Vec<(String, Vec<String>)>>,
 }
 
 /// `httpupgradeSettings`.

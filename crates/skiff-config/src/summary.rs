@@ -431,6 +431,13 @@ fn stream(plan: &StreamPlan) -> Vec<String> {
         }
         notes.push(s);
     }
+    if let StreamNetwork::HttpHeader(h) = &plan.network {
+        notes.push(format!(
+            "with an HTTP header ({} {} …)",
+            h.request.method,
+            h.request.paths.join("|")
+        ));
+    }
     if let StreamNetwork::HttpUpgrade(h) = &plan.network {
         let mut s = format!("over HTTPUpgrade path {}", h.path);
         if let Some(host) = &h.host {

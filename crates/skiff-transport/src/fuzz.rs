@@ -59,3 +59,30 @@ pub fn fuzz_client_hello(data: &[u8]) {
         let _ = peek_client_hello(&data[..cut]);
     }
 }
+
+/// Drives the HTTP header's request judge (whole, and on a data-chosen prefix, which must not
+/// contradict the whole) and the client's skip of the response head.
+pub fn fuzz_http_header(data: &[u8]) {
+    use crate::Parsed;
+    use crate::http_header::head::{MAX_HEAD_LEN, judge_request, skip_response};
+    let paths = ["/".to_owned(), "/a".to_owned()];
+    let whole = judge_request(data, &paths);
+    if let Ok(Parsed::Complete((), n)) = whole {
+        assert!(
+            n <= data.len() && n <= MAX_HEAD_LEN,
+            "head longer than the input"
+        );
+    }
+    let cut = data
+        .first()
+        .map_or(0, |&b| usize::from(b) * 37)
+        .min(data.len());
+    match judge_request(&data[..cut], &paths) {
+        Ok(Parsed::Complete((), n)) => assert_eq!(whole, Ok(Parsed::Complete((), n))),
+        Err(_) => assert!(whole.is_err(), "a refused prefix was accepted whole"),
+        Ok(Parsed::Incomplete) => {}
+    }
+    if let Ok(Parsed::Complete((), n)) = skip_response(data) {
+        assert!(n <= data.len() && n <= MAX_HEAD_LEN);
+    }
+}

@@ -100,7 +100,7 @@ fn peers() -> Vec<Peer> {
             name: "xray",
             candidates: shared("xray", "XRAY_BIN"),
             how: "XRAY_BIN or ../shared/peers/bin/xray",
-            tests: "interop_xray_vision, interop_xray_httpupgrade",
+            tests: "interop_xray_vision, interop_xray_httpupgrade, interop_xray_http_header",
         },
     ]
 }

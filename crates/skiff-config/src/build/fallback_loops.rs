@@ -123,7 +123,10 @@ fn listens_at(plan: &InboundPlan, host: Option<&str>, port: u16) -> bool {
     let tcp = !matches!(plan.protocol, InboundProtocol::Kcptun(_))
         && matches!(
             plan.stream.network,
-            StreamNetwork::Tcp | StreamNetwork::Ws(_) | StreamNetwork::HttpUpgrade(_)
+            StreamNetwork::Tcp
+                | StreamNetwork::HttpHeader(_)
+                | StreamNetwork::Ws(_)
+                | StreamNetwork::HttpUpgrade(_)
         );
     if !on_port || !tcp {
         return false;

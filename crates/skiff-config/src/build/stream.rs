@@ -7,12 +7,16 @@ use serde_json::{Map, Value};
 use super::{error_count, lower, tls};
 use crate::decode::decode;
 use crate::diag::Diagnostic;
-use crate::plan::{HttpUpgradePlan, StreamNetwork, StreamPlan, StreamSecurity, WsPlan};
+use crate::plan::{
+    HttpHeaderPlan, HttpRequestPlan, HttpResponsePlan, HttpUpgradePlan, StreamNetwork, StreamPlan,
+    StreamSecurity, WsPlan,
+};
 use crate::raw::bounds::{
-    RawHttpUpgradeSettings, RawKcpSettings, RawStream, RawTcpSettings, RawTlsSettings,
-    RawWsSettings,
+    RawHeader, RawHttpRequest, RawHttpResponse, RawHttpUpgradeSettings, RawKcpSettings, RawStream,
+    RawTcpSettings, RawTlsSettings, RawWsSettings,
 };
 use crate::raw::settings::KcptunStreamSettings;
+use crate::raw::values::StringList;
 use crate::raw::values::{Int, out_of_range};
 use crate::source::Loc;
 use skiff_kcp::mkcp::{HeaderKind, MkcpConfig};
@@ -48,8 +52,20 @@ pub fn build_stream(
     let Some(raw) = raw else {
         return StreamPlan::default();
     };
+    // Both are checked (Xray builds whichever is given); rawSettings wins, as in Xray.
+    let mut http_header = None;
+    for (key, settings) in [
+        ("tcpSettings", &raw.tcp_settings),
+        ("rawSettings", &raw.raw_settings),
+    ] {
+        if let Some(settings) = settings {
+            http_header = check_tcp_settings(settings, &loc.key(key), diags);
+        }
+    }
     let network = match lower(raw.network.as_deref()).as_deref() {
-        None | Some("tcp" | "raw") => StreamNetwork::Tcp,
+        None | Some("tcp" | "raw") => {
+            http_header.map_or(StreamNetwork::Tcp, StreamNetwork::HttpHeader)
+        }
         Some("ws" | "websocket") => {
             let wloc = loc.key("wsSettings");
             let empty = Value::Object(Map::new());
@@ -147,14 +163,6 @@ pub fn build_stream(
             StreamSecurity::None
         }
     };
-    for (key, settings) in [
-        ("rawSettings", &raw.raw_settings),
-        ("tcpSettings", &raw.tcp_settings),
-    ] {
-        if let Some(settings) = settings {
-            check_tcp_settings(settings, &loc.key(key), diags);
-        }
-    }
     let mut tcp_congestion = None;
     if let Some(sockopt) = &raw.sockopt {
         let loc = loc.key("sockopt");
@@ -388,14 +396,25 @@ fn mkcp_plan(k: RawKcpSettings, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Optio
     (error_count(diags) == before).then_some(c)
 }
 
-fn check_tcp_settings(settings: &RawTcpSettings, loc: &Loc, diags: &mut Vec<Diagnostic>) {
+/// `rawSettings`/`tcpSettings`: the header (`none` or Xray's `http`) and
+/// `acceptProxyProtocol`. Some(plan) for a valid HTTP header.
+fn check_tcp_settings(
+    settings: &RawTcpSettings,
+    loc: &Loc,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<HttpHeaderPlan> {
+    let mut plan = None;
     if let Some(header) = &settings.header {
+        let hloc = loc.key("header");
         match lower(header.kind.as_deref()).as_deref() {
-            None | Some("none") => {}
-            Some("http") => diags.push(loc.key("header").key("type").error(
-                "HTTP header obfuscation (`header.type: http`) is not supported by this version of skiff yet",
+            None => diags.push(hloc.error(
+                "a header needs a `type`, \"none\" or \"http\" (Xray refuses one without it)",
             )),
-            Some(other) => diags.push(loc.key("header").key("type").error(format!("unknown header type `{other}`"))),
+            Some("none") => {}
+            Some("http") => plan = http_header_plan(header, &hloc, diags),
+            Some(other) => diags.push(hloc.key("type").error(format!(
+                "unknown header type `{other}` (one of \"none\", \"http\")"
+            ))),
         }
     }
     if settings.accept_proxy_protocol == Some(true) {
@@ -404,6 +423,144 @@ fn check_tcp_settings(settings: &RawTcpSettings, loc: &Loc, diags: &mut Vec<Diag
                 .error("acceptProxyProtocol is not supported by this version of skiff yet"),
         );
     }
+    plan
+}
+
+/// `header` with `type: "http"`, read as Xray's `Authenticator` reads it: every key has a
+/// default, configured `headers` replace the default list entirely (sorted by name, as Go
+/// sorts map keys), a string list given as one string is split at commas, and a `null`
+/// header value is an error. What would break the head's lines is refused here.
+fn http_header_plan(
+    header: &RawHeader,
+    loc: &Loc,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<HttpHeaderPlan> {
+    let before = error_count(diags);
+    let empty = Value::Object(Map::new());
+    let object = |v: &Option<Value>| v.clone().filter(|v| !v.is_null()).unwrap_or(empty.clone());
+    let rloc = loc.key("request");
+    let request = decode::<RawHttpRequest>(&object(&header.request), &rloc, diags)?;
+    let sloc = loc.key("response");
+    let response = decode::<RawHttpResponse>(&object(&header.response), &sloc, diags)?;
+
+    let word = |value: Option<String>,
+                default: &str,
+                key: &str,
+                l: &Loc,
+                diags: &mut Vec<Diagnostic>,
+                ok: fn(u8) -> bool| {
+        let value = value
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| default.to_owned());
+        if !value.bytes().all(ok) {
+            diags.push(l.key(key).error(format!(
+                "`{value}` would break the HTTP head's first line (no spaces or control characters)"
+            )));
+        }
+        value
+    };
+    let method = word(request.method, "GET", "method", &rloc, diags, |b| {
+        b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+    });
+    let version = word(request.version, "1.1", "version", &rloc, diags, |b| {
+        b.is_ascii_graphic()
+    });
+    let mut paths = request.path.map(split_list).unwrap_or_default();
+    if paths.is_empty() {
+        paths.push("/".to_owned());
+    }
+    for p in &paths {
+        if p.is_empty() || !p.bytes().all(|b| b.is_ascii_graphic() || b >= 0x80) {
+            diags.push(rloc.key("path").error(format!(
+                "path `{p}` must be non-empty, without spaces or control characters"
+            )));
+        } else if !p.starts_with('/') {
+            diags.push(rloc.key("path").warning(format!(
+                "path `{p}` does not start with \"/\": a server never matches it (Xray accepts it the same)"
+            )));
+        }
+    }
+    let request_headers = http_headers(request.headers, &rloc.key("headers"), diags);
+
+    let rversion = word(response.version, "1.1", "version", &sloc, diags, |b| {
+        b.is_ascii_graphic()
+    });
+    let status = word(response.status, "200", "status", &sloc, diags, |b| {
+        b.is_ascii_graphic()
+    });
+    let reason = word(response.reason, "OK", "reason", &sloc, diags, |b| {
+        b == b' ' || b == b'\t' || b.is_ascii_graphic() || b >= 0x80
+    });
+    let response_headers = http_headers(response.headers, &sloc.key("headers"), diags);
+
+    (error_count(diags) == before).then_some(HttpHeaderPlan {
+        request: HttpRequestPlan {
+            method,
+            version,
+            paths,
+            headers: request_headers,
+        },
+        response: HttpResponsePlan {
+            version: rversion,
+            status,
+            reason,
+            headers: response_headers,
+        },
+    })
+}
+
+/// Xray's `StringList`: a list as given, one string split at commas.
+fn split_list(list: StringList) -> Vec<String> {
+    if list.was_list {
+        list.items
+    } else {
+        list.items
+            .iter()
+            .flat_map(|s| s.split(','))
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// A `headers` object: None when absent or empty (Xray's defaults then), else sorted by name.
+fn http_headers(
+    headers: Option<Map<String, Value>>,
+    loc: &Loc,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Vec<(String, Vec<String>)>> {
+    let headers = headers.filter(|h| !h.is_empty())?;
+    let mut out = Vec::new();
+    for (name, value) in headers {
+        let hloc = loc.key(&name);
+        if value.is_null() {
+            diags.push(hloc.error(format!(
+                "empty HTTP header value: {name} (null, as Xray refuses)"
+            )));
+            continue;
+        }
+        let Some(list) = decode::<StringList>(&value, &hloc, diags) else {
+            continue;
+        };
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+        {
+            diags.push(hloc.error(format!("`{name}` is not a valid HTTP header name")));
+            continue;
+        }
+        let values = split_list(list);
+        if values
+            .iter()
+            .any(|v| v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0))
+        {
+            diags.push(hloc.error("a header value must not contain CR, LF or NUL"));
+            continue;
+        }
+        out.push((name, values));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Some(out)
 }
 
 /// `sockopt.tcpCongestion`: an algorithm name as the kernel knows it ("bbr", "cubic", "reno").

@@ -429,9 +429,9 @@ fn stream_settings() {
         "`reality`",
     );
     has_error(
-        &with_stream(r#"{"rawSettings": {"header": {"type": "http"}}}"#),
+        &with_stream(r#"{"rawSettings": {"header": {"type": "srtp"}}}"#),
         "inbounds[0].streamSettings.rawSettings.header.type",
-        "not supported",
+        "unknown header type",
     );
     has_error(
         &with_stream(r#"{"sockopt": {"dialerProxy": "x"}}"#),

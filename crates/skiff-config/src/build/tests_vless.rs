@@ -574,6 +574,120 @@ fn httpupgrade_settings() {
 }
 
 #[test]
+fn http_header_settings() {
+    use crate::plan::HttpHeaderPlan;
+    let header = |plan: &crate::Plan, inbound: bool| -> HttpHeaderPlan {
+        let stream = if inbound {
+            &plan.inbounds[0].stream
+        } else {
+            &plan.outbounds[0].stream
+        };
+        match &stream.network {
+            StreamNetwork::HttpHeader(h) => h.clone(),
+            other => panic!("{other:?}"),
+        }
+    };
+    // Xray's defaults: GET / HTTP/1.1, 200 OK, the default header lists (None here).
+    let h = header(
+        &ok(&socks_stream(
+            r#"{"network": "tcp", "tcpSettings": {"header": {"type": "HTTP"}}}"#,
+        )),
+        true,
+    );
+    assert_eq!(
+        (h.request.method.as_str(), h.request.version.as_str()),
+        ("GET", "1.1")
+    );
+    assert_eq!(h.request.paths, ["/"]);
+    assert_eq!(h.request.headers, None);
+    assert_eq!(
+        (h.response.status.as_str(), h.response.reason.as_str()),
+        ("200", "OK")
+    );
+    assert_eq!(h.response.headers, None);
+
+    // rawSettings wins over tcpSettings; headers sorted by name, a string split at commas.
+    let h = header(
+        &ok(&out_stream(
+            r#"{"network": "raw", "tcpSettings": {"header": {"type": "none"}},
+                "rawSettings": {"header": {"type": "http", "request": {"method": "POST", "path": "/a,/b",
+                "headers": {"User-Agent": ["x"], "Host": "a.example, b.example"}},
+                "response": {"status": "201"}}}}"#,
+        )),
+        false,
+    );
+    assert_eq!(h.request.method, "POST");
+    assert_eq!(h.request.paths, ["/a", "/b"]);
+    assert_eq!(
+        h.request.headers,
+        Some(vec![
+            (
+                "Host".to_owned(),
+                vec!["a.example".to_owned(), " b.example".to_owned()]
+            ),
+            ("User-Agent".to_owned(), vec!["x".to_owned()]),
+        ])
+    );
+    assert_eq!(
+        (h.response.status.as_str(), h.response.reason.as_str()),
+        ("201", "OK")
+    );
+
+    let base = "inbounds[0].streamSettings.tcpSettings.header";
+    let with =
+        |header: &str| socks_stream(&format!(r#"{{"tcpSettings": {{"header": {header}}}}}"#));
+    has_error(
+        &with(r#"{"type": "srtp"}"#),
+        &format!("{base}.type"),
+        "unknown header type `srtp`",
+    );
+    has_error(&with(r#"{}"#), base, "needs a `type`");
+    has_error(
+        &with(r#"{"type": "http", "request": {"headers": {"X": null}}}"#),
+        &format!("{base}.request.headers.X"),
+        "empty HTTP header value",
+    );
+    has_error(
+        &with(r#"{"type": "http", "request": {"headers": {"X": ["a\r\nb"]}}}"#),
+        &format!("{base}.request.headers.X"),
+        "CR, LF or NUL",
+    );
+    has_error(
+        &with(r#"{"type": "http", "request": {"path": ["/a b"]}}"#),
+        &format!("{base}.request.path"),
+        "without spaces",
+    );
+    has_error(
+        &with(r#"{"type": "http", "request": {"method": "G T"}}"#),
+        &format!("{base}.request.method"),
+        "would break",
+    );
+    has_error(
+        &with(r#"{"type": "http", "response": {"status": 200}}"#),
+        &format!("{base}.response.status"),
+        "expected a string",
+    );
+    warned(
+        &with(r#"{"type": "http", "request": {"path": "a"}}"#),
+        &format!("{base}.request.path"),
+        "does not start with",
+    );
+    // With TLS too (the header then travels inside TLS, as in Xray).
+    let plan = ok(&out_stream(
+        r#"{"security": "tls", "tcpSettings": {"header": {"type": "http"}}}"#,
+    ));
+    header(&plan, false);
+    // Another network ignores the header.
+    let plan = ok(&socks_stream(
+        r#"{"network": "ws", "tcpSettings": {"header": {"type": "http"}}}"#,
+    ));
+    assert!(matches!(
+        plan.inbounds[0].stream.network,
+        StreamNetwork::Ws(_)
+    ));
+}
+
+#[test]
 fn tls_settings_inline_and_options() {
     let stream = format!(
         r#"{{"security": "tls", "tlsSettings": {{

@@ -163,16 +163,29 @@ pub struct RawTcpSettings {
 pub struct RawHeader {
     #[serde(rename = "type")]
     pub kind: Option<String>,
-    #[allow(
-        dead_code,
-        reason = "an accepted Xray key: declared so it is not reported as unknown"
-    )]
+    /// Decoded only when `type` is "http".
     pub request: Option<Value>,
-    #[allow(
-        dead_code,
-        reason = "an accepted Xray key: declared so it is not reported as unknown"
-    )]
+    /// Decoded only when `type` is "http".
     pub response: Option<Value>,
+}
+
+/// `header.request` of an HTTP header (Xray's `AuthenticatorRequest`).
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RawHttpRequest {
+    pub version: Option<String>,
+    pub method: Option<String>,
+    /// A string list: an array of strings, or one string split at commas.
+    pub path: Option<StringList>,
+    pub headers: Option<Map<String, Value>>,
+}
+
+/// `header.response` of an HTTP header (Xray's `AuthenticatorResponse`).
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RawHttpResponse {
+    pub version: Option<String>,
+    pub status: Option<String>,
+    pub reason: Option<String>,
+    pub headers: Option<Map<String, Value>>,
 }
 
 /// `kcpSettings` (V2Ray 4.34's keys). Capacities and buffer sizes are in MB, as in V2Ray.
