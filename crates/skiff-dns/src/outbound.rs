@@ -66,14 +66,19 @@ pub enum Action {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rule {
     pub action: Action,
-    /// Query types the rule applies to; empty = all.
-    pub qtypes: Vec<u16>,
+    /// Query types the rule applies to, as inclusive ranges (Xray's `qType` takes port-like
+    /// lists such as `"1,28"` or `"0-65535"`); empty = all.
+    pub qtypes: Vec<(u16, u16)>,
     pub rcode: u16,
 }
 
 impl Rule {
     fn applies(&self, qtype: u16) -> bool {
-        self.qtypes.is_empty() || self.qtypes.contains(&qtype)
+        self.qtypes.is_empty()
+            || self
+                .qtypes
+                .iter()
+                .any(|&(first, last)| (first..=last).contains(&qtype))
     }
 }
 
@@ -707,7 +712,7 @@ mod tests {
         let rules = vec![
             Rule {
                 action: Action::Hijack,
-                qtypes: vec![1, 28],
+                qtypes: vec![(1, 1), (28, 28)],
                 rcode: 0,
             },
             Rule {
@@ -742,12 +747,12 @@ mod tests {
         let rules = vec![
             Rule {
                 action: Action::Return,
-                qtypes: vec![16],
+                qtypes: vec![(16, 16)],
                 rcode: 5,
             },
             Rule {
                 action: Action::Drop,
-                qtypes: vec![15],
+                qtypes: vec![(10, 15)],
                 rcode: 0,
             },
         ];
