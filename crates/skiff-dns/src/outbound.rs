@@ -22,6 +22,7 @@ use skiff_core::{
     Address, BoxFuture, BoxPacketConn, BoxStream, Dialer, Family, Metadata, Network, Outbound,
     PacketConn, ProxyStream, Resolve,
 };
+use skiff_geodata::DomainSet;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream, ReadBuf};
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
@@ -63,17 +64,40 @@ pub enum Action {
     Hijack,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Rule {
     pub action: Action,
     /// Query types the rule applies to, as inclusive ranges (Xray's `qType` takes port-like
     /// lists such as `"1,28"` or `"0-65535"`); empty = all.
     pub qtypes: Vec<(u16, u16)>,
     pub rcode: u16,
+    /// Names the rule applies to (matched without the trailing dot, lowercased); None = all.
+    pub domains: Option<Arc<DomainSet>>,
 }
 
+/// Rules compare by what they do and match; a domain set compares by identity (it may hold
+/// whole geosite lists).
+impl PartialEq for Rule {
+    fn eq(&self, other: &Rule) -> bool {
+        self.action == other.action
+            && self.qtypes == other.qtypes
+            && self.rcode == other.rcode
+            && match (&self.domains, &other.domains) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            }
+    }
+}
+
+impl Eq for Rule {}
+
 impl Rule {
-    fn applies(&self, qtype: u16) -> bool {
+    fn applies(&self, qtype: u16, name: &str) -> bool {
+        self.applies_to_type(qtype) && self.domains.as_ref().is_none_or(|d| d.matches(name))
+    }
+
+    fn applies_to_type(&self, qtype: u16) -> bool {
         self.qtypes.is_empty()
             || self
                 .qtypes
@@ -174,11 +198,16 @@ impl DnsOutbound {
         let id = message.metadata.id;
         let qtype = question.query_type();
         let code = u16::from(qtype);
+        let name = question
+            .name()
+            .to_ascii()
+            .trim_end_matches('.')
+            .to_ascii_lowercase();
         let (action, rcode) = self
             .config
             .rules
             .iter()
-            .find(|r| r.applies(code))
+            .find(|r| r.applies(code, &name))
             .map(|r| (r.action, r.rcode))
             .unwrap_or(match qtype {
                 RecordType::A | RecordType::AAAA => (Action::Hijack, 0),
@@ -714,11 +743,13 @@ mod tests {
                 action: Action::Hijack,
                 qtypes: vec![(1, 1), (28, 28)],
                 rcode: 0,
+                domains: None,
             },
             Rule {
                 action: Action::Direct,
                 qtypes: Vec::new(),
                 rcode: 0,
+                domains: None,
             },
         ];
         let out = outbound(rules);
@@ -749,11 +780,13 @@ mod tests {
                 action: Action::Return,
                 qtypes: vec![(16, 16)],
                 rcode: 5,
+                domains: None,
             },
             Rule {
                 action: Action::Drop,
                 qtypes: vec![(10, 15)],
                 rcode: 0,
+                domains: None,
             },
         ];
         let out = outbound(rules);
@@ -763,6 +796,32 @@ mod tests {
             out.handle(&query(13, "x.test.", RecordType::MX)).await,
             Outcome::Drop
         );
+    }
+
+    #[tokio::test]
+    async fn domain_rules_match_the_question_name() {
+        let set = DomainSet::new([Domain {
+            kind: DomainKind::Suffix,
+            value: "blocked.test".into(),
+        }])
+        .unwrap();
+        let rules = vec![Rule {
+            action: Action::Return,
+            qtypes: Vec::new(),
+            rcode: 3,
+            domains: Some(Arc::new(set)),
+        }];
+        let out = outbound(rules);
+        // Case and the trailing dot do not matter; a subdomain matches `domain:`.
+        let reply = reply_of(
+            out.handle(&query(14, "A.Blocked.TEST.", RecordType::A))
+                .await,
+        );
+        assert_eq!(reply.metadata.response_code, ResponseCode::NXDomain);
+        assert!(reply.answers.is_empty());
+        // Other names fall through to the default: A hijacked.
+        let reply = reply_of(out.handle(&query(15, "hijack.test.", RecordType::A)).await);
+        assert_eq!(reply.answers.len(), 1);
     }
 
     #[tokio::test]

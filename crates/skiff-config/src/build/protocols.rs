@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use serde_json::{Map, Value};
 use skiff_core::{Cidr, Networks};
 
+use super::routing::{domain_entry, domain_set, each};
 use super::{error_count, lower, user_level};
 use crate::decode::decode;
 use crate::diag::Diagnostic;
@@ -109,6 +110,7 @@ pub fn outbound_protocol(
     name: Option<&str>,
     raw_settings: Option<&Value>,
     loc: &Loc,
+    geo: &std::cell::RefCell<super::geo_load::GeoLoader>,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<OutboundProtocol> {
     let name = protocol_name(name, loc, diags)?;
@@ -128,7 +130,7 @@ pub fn outbound_protocol(
             .map(OutboundProtocol::Vmess),
         "kcptun" => kcptun::outbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
             .map(OutboundProtocol::Kcptun),
-        "dns" => dns_outbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
+        "dns" => dns_outbound(settings(raw_settings, &sloc, diags)?, &sloc, geo, diags)
             .map(OutboundProtocol::Dns),
         n if NOT_YET.contains(&n) || ["socks", "http", "loopback"].contains(&n) => {
             diags.push(not_supported(n, loc));
@@ -483,6 +485,7 @@ fn final_rule(rule: &RawFinalRule, loc: &Loc, diags: &mut Vec<Diagnostic>) {
 fn dns_outbound(
     s: DnsOutboundSettings,
     loc: &Loc,
+    geo: &std::cell::RefCell<super::geo_load::GeoLoader>,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<skiff_dns::outbound::DnsOutboundConfig> {
     use skiff_dns::outbound::{Action, DnsOutboundConfig, Rule};
@@ -579,6 +582,7 @@ fn dns_outbound(
             action: Action::Return,
             qtypes: Vec::new(),
             rcode: 5,
+            domains: None,
         };
         let mut blocked = Vec::new();
         for (i, t) in s.block_types.iter().flatten().enumerate() {
@@ -602,6 +606,7 @@ fn dns_outbound(
                     action: Action::Drop,
                     qtypes: blocked,
                     rcode: 0,
+                    domains: None,
                 }
             });
         }
@@ -609,17 +614,20 @@ fn dns_outbound(
             action: Action::Hijack,
             qtypes: vec![(1, 1), (28, 28)],
             rcode: 0,
+            domains: None,
         });
         rules.push(match mode.as_str() {
             "drop" => Rule {
                 action: Action::Drop,
                 qtypes: Vec::new(),
                 rcode: 0,
+                domains: None,
             },
             "skip" => Rule {
                 action: Action::Direct,
                 qtypes: Vec::new(),
                 rcode: 0,
+                domains: None,
             },
             _ => refuse,
         });
@@ -653,12 +661,10 @@ fn dns_outbound(
                     continue;
                 }
             };
-            if raw.domain.is_some() {
-                diags.push(rloc.key("domain").error(
-                    "`domain` in dns outbound rules is not supported by this version of skiff yet",
-                ));
-                continue;
-            }
+            // Routing's forms (a plain entry is a substring, as in Xray's dns rules).
+            let dloc = rloc.key("domain");
+            let entries = each(raw.domain.as_ref(), &dloc, diags, domain_entry);
+            let domains = domain_set(raw.domain.as_ref(), &entries, &dloc, geo, diags);
             let rcode = match raw.r_code {
                 None => 0,
                 Some(c) => match c.get::<u16>() {
@@ -674,6 +680,7 @@ fn dns_outbound(
                 action,
                 qtypes,
                 rcode,
+                domains,
             });
         }
     }

@@ -220,6 +220,7 @@ fn dns_outbound_settings() {
         action,
         qtypes: qtypes.to_vec(),
         rcode,
+        domains: None,
     };
     let (d, warnings) = dns_plan(r#"{"nonIPQuery": "skip"}"#);
     assert_eq!(
@@ -317,9 +318,9 @@ fn dns_outbound_mistakes_at_their_paths() {
             "",
         ),
         (
-            r#"{"rules": [{"action": "drop", "domain": ["geosite:ads"]}]}"#,
-            "outbounds[0].settings.rules[0].domain",
-            "not supported",
+            r#"{"rules": [{"action": "drop", "domain": ["regexp:("]}]}"#,
+            "outbounds[0].settings.rules[0].domain[0]",
+            "invalid regular expression",
         ),
         (
             r#"{"rules": [{"action": "return", "rCode": 70000}]}"#,
@@ -335,6 +336,13 @@ fn dns_outbound_mistakes_at_their_paths() {
             "{settings}: no error at `{path}` containing `{needle}` in {errs:#?}"
         );
     }
+    // A rule's `domain` takes routing's forms; a plain entry is a substring.
+    let (d, _) = dns_plan(
+        r#"{"rules": [{"action": "return", "rCode": 3, "domain": ["domain:ads.test", "tracker"]}]}"#,
+    );
+    let set = d.rules[0].domains.as_ref().expect("a domain set");
+    assert!(set.matches("x.ads.test") && set.matches("my-tracker.example"));
+    assert!(!set.matches("ads.test.example"));
     // An unknown key is a warning naming its path, as for every outbound.
     let (_, warnings) = dns_plan(r#"{"adress": "1.1.1.1"}"#);
     assert!(
