@@ -138,7 +138,32 @@ fn describe(reply: Option<Vec<u8>>) -> String {
     out
 }
 
-fn config(port: u16, upstream: u16) -> String {
+/// The outbound's settings compared: the legacy `nonIPQuery: skip` with a blocked type, the
+/// defaults (no rules: non-IP queries get an empty NOERROR), legacy reject (REFUSED), and
+/// Xray 26's `rules` with a domain, a qType list and an rcode.
+fn variants(upstream: u16) -> Vec<serde_json::Value> {
+    let base = |extra: serde_json::Value| {
+        let mut v = serde_json::json!({ "address": "127.0.0.1", "port": upstream });
+        v.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        v
+    };
+    vec![
+        base(serde_json::json!({ "nonIPQuery": "skip", "blockTypes": [65] })),
+        base(serde_json::json!({})),
+        base(serde_json::json!({ "blockTypes": [65] })),
+        base(serde_json::json!({ "rules": [
+            { "action": "return", "domain": ["domain:blocked.test"], "rCode": 3 },
+            { "action": "drop", "qType": "65" },
+            { "action": "hijack", "qType": "1,28" },
+            { "action": "direct", "qType": "16" },
+            { "action": "return", "rCode": 2 }
+        ] })),
+    ]
+}
+
+fn config(port: u16, upstream: u16, settings: &serde_json::Value) -> String {
     serde_json::json!({
         "log": { "loglevel": "warning" },
         "inbounds": [{
@@ -149,9 +174,7 @@ fn config(port: u16, upstream: u16) -> String {
         }],
         "outbounds": [
             { "tag": "direct", "protocol": "freedom" },
-            { "tag": "dns-out", "protocol": "dns", "settings": {
-                "address": "127.0.0.1", "port": upstream, "nonIPQuery": "skip",
-                "blockTypes": [65] } }
+            { "tag": "dns-out", "protocol": "dns", "settings": settings }
         ],
         "routing": { "rules": [{ "inboundTag": ["dns-in"], "outboundTag": "dns-out" }] },
         "dns": {
@@ -163,20 +186,23 @@ fn config(port: u16, upstream: u16) -> String {
 }
 
 /// What is asked, over UDP and over TCP: hijacked A from hosts and from the module's server,
-/// AAAA with no v6 address, TXT forwarded, a blocked type (65, HTTPS: dropped under `skip`).
+/// AAAA with no v6 address, TXT, a blocked type (65, HTTPS), MX (no rule names it), and a
+/// name a domain rule names.
 const QUESTIONS: &[(u16, &str, RecordType)] = &[
     (0x0101, "hijack.test.", RecordType::A),
     (0x0102, "other.test.", RecordType::A),
     (0x0103, "hijack.test.", RecordType::AAAA),
     (0x0104, "txt.test.", RecordType::TXT),
     (0x0105, "hijack.test.", RecordType::HTTPS),
+    (0x0106, "mx.test.", RecordType::MX),
+    (0x0107, "x.Blocked.test.", RecordType::A),
 ];
 
 fn ask_udp(port: u16) -> Vec<String> {
     let client = UdpSocket::bind("127.0.0.1:0").unwrap();
     client.connect(("127.0.0.1", port)).unwrap();
     client
-        .set_read_timeout(Some(Duration::from_secs(3)))
+        .set_read_timeout(Some(Duration::from_secs(2)))
         .unwrap();
     let mut out = Vec::new();
     // Garbage first: neither answers it.
@@ -195,7 +221,7 @@ fn ask_tcp(port: u16) -> Vec<String> {
     // One connection per question: a dropped query leaves nothing to read.
     for &(id, name, qtype) in QUESTIONS {
         let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         write_framed(&mut s, &query(id, name, qtype)).unwrap();
         out.push(format!(
             "tcp {name} {qtype}: {}",
@@ -228,27 +254,29 @@ fn dns_outbound_answers_as_xray_s() {
     let stop = Arc::new(AtomicBool::new(false));
     let upstream_port = upstream(stop.clone());
     let dir = TempDir::new("dns-outbound");
-    let mut results = Vec::new();
-    for name in ["xray", "skiff"] {
-        let port = free_port();
-        let path = dir.path().join(format!("{name}.json"));
-        std::fs::write(&path, config(port, upstream_port)).unwrap();
-        let out = dir.path().join(format!("{name}.out"));
-        let path = path.to_string_lossy().into_owned();
-        let program = if name == "xray" {
-            xray.clone()
-        } else {
-            Path::new(env!("CARGO_BIN_EXE_skiff")).to_path_buf()
-        };
-        let mut proc = spawn(&program, &path, &out);
-        wait_ports(&mut proc, &[port], &out);
-        wait_udp(&mut proc, port, &out);
-        let started = Instant::now();
-        let mut got = ask_udp(port);
-        got.extend(ask_tcp(port));
-        eprintln!("{name} answered in {:?}", started.elapsed());
-        results.push(got);
-        drop(proc);
+    let mut results: [Vec<String>; 2] = Default::default();
+    for (v, settings) in variants(upstream_port).iter().enumerate() {
+        for (which, name) in ["xray", "skiff"].into_iter().enumerate() {
+            let port = free_port();
+            let path = dir.path().join(format!("{name}-{v}.json"));
+            std::fs::write(&path, config(port, upstream_port, settings)).unwrap();
+            let out = dir.path().join(format!("{name}-{v}.out"));
+            let path = path.to_string_lossy().into_owned();
+            let program = if name == "xray" {
+                xray.clone()
+            } else {
+                Path::new(env!("CARGO_BIN_EXE_skiff")).to_path_buf()
+            };
+            let mut proc = spawn(&program, &path, &out);
+            wait_ports(&mut proc, &[port], &out);
+            wait_udp(&mut proc, port, &out);
+            let started = Instant::now();
+            let tagged = |line: String| format!("#{v} {line}");
+            results[which].extend(ask_udp(port).into_iter().map(tagged));
+            results[which].extend(ask_tcp(port).into_iter().map(tagged));
+            eprintln!("{name} variant {v} answered in {:?}", started.elapsed());
+            drop(proc);
+        }
     }
     stop.store(true, Ordering::SeqCst);
     let (xray, skiff) = (&results[0], &results[1]);
