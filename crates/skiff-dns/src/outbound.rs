@@ -403,10 +403,25 @@ impl Session {
         // Lookups and the upstream's reader; all aborted when the conversation ends.
         let mut tasks = JoinSet::new();
         let mut upstream: Option<(Upstream, AbortHandle)> = None;
+        // Queries handed to a lookup or the upstream and not answered yet: a client that
+        // closes its sending side after its queries still gets their replies, for a while.
+        let mut awaiting = 0usize;
+        let mut draining: Option<tokio::time::Instant> = None;
         loop {
+            if draining.is_some() && awaiting == 0 {
+                break;
+            }
+            let drain_deadline = draining.unwrap_or_else(tokio::time::Instant::now);
             tokio::select! {
-                query = tokio::time::timeout(IDLE_TIMEOUT, read_framed(&mut rd)) => {
-                    let Ok(Ok(Some(query))) = query else { break };
+                query = tokio::time::timeout(IDLE_TIMEOUT, read_framed(&mut rd)), if draining.is_none() => {
+                    let query = match query {
+                        Ok(Ok(Some(query))) => query,
+                        Ok(Ok(None)) => {
+                            draining = Some(tokio::time::Instant::now() + FORWARD_TIMEOUT);
+                            continue;
+                        }
+                        _ => break,
+                    };
                     match handler.decide(&query) {
                         Decision::Now(Outcome::Reply(r)) => {
                             if write_framed(&mut wr, &r).await.is_err() {
@@ -417,10 +432,14 @@ impl Session {
                         Decision::Hijack(id, question) => {
                             let handler = handler.clone();
                             let tx = tx.clone();
+                            awaiting += 1;
                             tasks.spawn(async move {
-                                if let Outcome::Reply(r) = handler.hijack(id, question).await {
-                                    let _ = tx.send((r, Address::Ip(([0, 0, 0, 0], 0).into()))).await;
-                                }
+                                // An empty message says "no reply" to the count above.
+                                let reply = match handler.hijack(id, question).await {
+                                    Outcome::Reply(r) => r,
+                                    _ => Vec::new(),
+                                };
+                                let _ = tx.send((reply, Address::Ip(([0, 0, 0, 0], 0).into()))).await;
                             });
                         }
                         Decision::Now(Outcome::Forward) => {
@@ -433,19 +452,23 @@ impl Session {
                                     }
                                 };
                             }
-                            if let Some((u, _)) = upstream.as_mut()
-                                && u.send(&query).await.is_err()
-                            {
-                                upstream = None;
+                            if let Some((u, _)) = upstream.as_mut() {
+                                if u.send(&query).await.is_ok() {
+                                    awaiting += 1;
+                                } else {
+                                    upstream = None;
+                                }
                             }
                         }
                     }
                 }
                 Some((reply, _)) = rx.recv() => {
-                    if write_framed(&mut wr, &reply).await.is_err() {
+                    awaiting = awaiting.saturating_sub(1);
+                    if !reply.is_empty() && write_framed(&mut wr, &reply).await.is_err() {
                         break;
                     }
                 }
+                _ = tokio::time::sleep_until(drain_deadline), if draining.is_some() => break,
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             }
         }
@@ -900,5 +923,23 @@ mod tests {
         let reply = Message::from_vec(&got).unwrap();
         assert_eq!(reply.metadata.id, 3);
         assert_eq!(reply.answers.len(), 1);
+
+        // A client that half-closes right after its query still gets the reply, then EOF.
+        let mut stream = out.connect(&meta(), &server).await.unwrap();
+        write_framed(&mut stream, &query(4, "hijack.test.", RecordType::A))
+            .await
+            .unwrap();
+        stream.shutdown().await.unwrap();
+        let got = tokio::time::timeout(Duration::from_secs(5), read_framed(&mut stream))
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("the reply before EOF");
+        assert_eq!(Message::from_vec(&got).unwrap().metadata.id, 4);
+        let end = tokio::time::timeout(Duration::from_secs(5), read_framed(&mut stream))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(end, None);
     }
 }
