@@ -137,8 +137,10 @@ pub enum Outcome {
     Drop,
 }
 
+/// Cheap to clone (shared parts only): each conversation and lookup task holds one.
+#[derive(Clone)]
 pub struct DnsOutbound {
-    config: DnsOutboundConfig,
+    config: Arc<DnsOutboundConfig>,
     resolver: Arc<dyn Resolve>,
     dialer: Arc<dyn Dialer>,
 }
@@ -152,7 +154,7 @@ impl DnsOutbound {
         dialer: Arc<dyn Dialer>,
     ) -> DnsOutbound {
         DnsOutbound {
-            config,
+            config: Arc::new(config),
             resolver,
             dialer,
         }
@@ -308,9 +310,7 @@ impl Outbound for DnsOutbound {
 
 /// What one conversation needs of the outbound, owned so its tasks outlive the call.
 struct Session {
-    config: DnsOutboundConfig,
-    resolver: Arc<dyn Resolve>,
-    dialer: Arc<dyn Dialer>,
+    outbound: DnsOutbound,
     meta: Metadata,
     /// The network the client's queries arrive on.
     network: Network,
@@ -319,24 +319,18 @@ struct Session {
 impl Session {
     fn new(outbound: &DnsOutbound, meta: &Metadata, network: Network) -> Session {
         Session {
-            config: outbound.config.clone(),
-            resolver: outbound.resolver.clone(),
-            dialer: outbound.dialer.clone(),
+            outbound: outbound.clone(),
             meta: meta.clone(),
             network,
         }
     }
 
     fn handler(&self) -> DnsOutbound {
-        DnsOutbound {
-            config: self.config.clone(),
-            resolver: self.resolver.clone(),
-            dialer: self.dialer.clone(),
-        }
+        self.outbound.clone()
     }
 
     fn forward_network(&self) -> Network {
-        self.config.network.unwrap_or(self.network)
+        self.outbound.config.network.unwrap_or(self.network)
     }
 
     /// Opens the upstream for queries first sent to `original`, and the task that passes its
@@ -350,7 +344,7 @@ impl Session {
         let from = original.clone();
         match self.forward_network() {
             Network::Tcp => {
-                let dial = self.dialer.dial(&target, &self.meta);
+                let dial = self.outbound.dialer.dial(&target, &self.meta);
                 let stream = tokio::time::timeout(FORWARD_TIMEOUT, dial)
                     .await
                     .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "dialing timed out"))??;
