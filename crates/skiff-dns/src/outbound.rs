@@ -1,8 +1,9 @@
 //! Xray's `dns` outbound: traffic routed here is DNS (typically port 53 hijacked by a routing
-//! rule). A and AAAA questions are answered by the DNS module; every other query follows the
-//! rules (`nonIPQuery`/`blockTypes` are turned into rules by the config, as in Xray): sent on
-//! to the original server (or the configured `address`/`port`/`network`), dropped, or
-//! answered with an empty reply carrying an rcode.
+//! rule). Each query meets the rules in order (`nonIPQuery`/`blockTypes` are turned into rules
+//! by the config, as in Xray): answered by the DNS module (A/AAAA only), sent on to the
+//! original server (or the configured `address`/`port`/`network`), dropped, or answered with
+//! an empty reply carrying an rcode. Without a matching rule, A/AAAA go to the DNS module and
+//! the rest get an empty NOERROR reply, Xray's fall-through.
 //!
 //! Over UDP each datagram is one message; over TCP messages carry a 2-byte length prefix
 //! (RFC 1035 §4.2.2). Messages are read with hickory-proto; a query it cannot read is dropped,
