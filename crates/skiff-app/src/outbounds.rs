@@ -98,6 +98,22 @@ fn make(
             dialer: crate::stream_settings::direct_dialer(&plan.stream, via),
             resolver: resolver.cloned(),
         }),
+        OutboundProtocol::Dns(d) => {
+            // Without a `dns` section Xray's default DNS is the system resolver: an empty
+            // module is exactly that.
+            let resolver = match resolver {
+                Some(r) => r.clone(),
+                None => Arc::new(skiff_dns::Resolver::new(
+                    skiff_dns::DnsConfig::default(),
+                    &skiff_dns::TlsRoots::default(),
+                )?),
+            };
+            Arc::new(skiff_dns::outbound::DnsOutbound::new(
+                d.clone(),
+                resolver,
+                crate::stream_settings::direct_dialer(&plan.stream, via),
+            ))
+        }
         OutboundProtocol::Blackhole(b) => Arc::new(Blackhole {
             http_response: b.response == skiff_config::BlackholeResponse::Http,
         }),

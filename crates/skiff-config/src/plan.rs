@@ -178,6 +178,8 @@ pub enum OutboundProtocol {
     Shadowsocks(ShadowsocksOutbound),
     Vmess(VmessOutbound),
     Kcptun(KcptunOutbound),
+    /// Xray's `dns` outbound, its settings as skiff-dns takes them.
+    Dns(skiff_dns::outbound::DnsOutboundConfig),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -517,6 +517,31 @@ impl Display for Outbound<'_> {
                     write!(f, ", redirect to {h}:{p}")?;
                 }
             }
+            OutboundProtocol::Dns(d) => {
+                f.write_str("dns (A/AAAA answered by the DNS module)")?;
+                if d.address.is_some() || d.port != 0 || d.network.is_some() {
+                    let host = d.address.as_deref().unwrap_or("(original host)");
+                    let port = match d.port {
+                        0 => "(original port)".to_owned(),
+                        p => p.to_string(),
+                    };
+                    write!(f, ", others to {host}:{port}")?;
+                    if let Some(n) = d.network {
+                        write!(
+                            f,
+                            " over {}",
+                            if n == skiff_core::Network::Tcp {
+                                "tcp"
+                            } else {
+                                "udp"
+                            }
+                        )?;
+                    }
+                }
+                if !d.rules.is_empty() {
+                    write!(f, ", {} rule(s)", d.rules.len())?;
+                }
+            }
             OutboundProtocol::Blackhole(b) => {
                 f.write_str("blackhole")?;
                 if b.response == BlackholeResponse::Http {

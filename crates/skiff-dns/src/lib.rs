@@ -8,6 +8,7 @@ pub mod config;
 pub mod error;
 pub mod hosts;
 pub mod message;
+pub mod outbound;
 pub mod resolver;
 pub mod upstream;
 

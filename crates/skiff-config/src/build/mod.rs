@@ -33,7 +33,13 @@ pub const DEFAULT_OUTBOUND_TAG: &str = "direct";
 pub fn build(merged: &Merged, diags: &mut Vec<Diagnostic>) -> Plan {
     let log = log::build_log(merged.log.as_ref(), diags);
     let inbounds = inbound::build_inbounds(&merged.inbounds, diags);
-    let mut outbounds = outbound::build_outbounds(&merged.outbounds, &merged.damage, diags);
+    // The dns outbound's rules may name geosite lists.
+    let mut outbounds = outbound::build_outbounds(
+        &merged.outbounds,
+        &merged.damage,
+        &std::cell::RefCell::new(geo_load::GeoLoader::new(assets::process_asset_dirs())),
+        diags,
+    );
 
     // Every tag a rule may name: all merged outbounds (also those whose build failed: their
     // error is already reported) and the default one. `merged.damage` covers the rest.

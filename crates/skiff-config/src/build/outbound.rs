@@ -13,13 +13,14 @@ use crate::raw::{Damage, Item};
 pub fn build_outbounds(
     items: &[Item<RawOutbound>],
     damage: &Damage,
+    geo: &std::cell::RefCell<super::geo_load::GeoLoader>,
     diags: &mut Vec<Diagnostic>,
 ) -> Vec<OutboundPlan> {
     let mut tags = UniqueTags::new("outbound");
     let mut plans = Vec::new();
     for item in items {
         tags.check(item.raw.tag.as_deref(), &item.loc, diags);
-        if let Some(plan) = build_outbound(item, diags) {
+        if let Some(plan) = build_outbound(item, geo, diags) {
             plans.push(plan);
         }
     }
@@ -27,7 +28,11 @@ pub fn build_outbounds(
     plans
 }
 
-fn build_outbound(item: &Item<RawOutbound>, diags: &mut Vec<Diagnostic>) -> Option<OutboundPlan> {
+fn build_outbound(
+    item: &Item<RawOutbound>,
+    geo: &std::cell::RefCell<super::geo_load::GeoLoader>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<OutboundPlan> {
     let (raw, loc) = (&item.raw, &item.loc);
     let before = error_count(diags);
     let stream = stream::build_stream(
@@ -66,8 +71,13 @@ fn build_outbound(item: &Item<RawOutbound>, diags: &mut Vec<Diagnostic>) -> Opti
                 .error("sendThrough is not supported by this version of skiff yet"),
         );
     }
-    let protocol =
-        protocols::outbound_protocol(raw.protocol.as_deref(), raw.settings.as_ref(), loc, diags);
+    let protocol = protocols::outbound_protocol(
+        raw.protocol.as_deref(),
+        raw.settings.as_ref(),
+        loc,
+        geo,
+        diags,
+    );
     if let Some(OutboundProtocol::Vless(v)) = &protocol
         && v.flow.is_vision()
         && !stream.is_raw_tls()

@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use serde_json::{Map, Value};
 use skiff_core::{Cidr, Networks};
 
+use super::routing::{domain_entry, domain_set, each};
 use super::{error_count, lower, user_level};
 use crate::decode::decode;
 use crate::diag::Diagnostic;
@@ -15,8 +16,8 @@ use crate::plan::{
     HttpInbound, InboundProtocol, OutboundProtocol, SocksInbound, TunnelInbound,
 };
 use crate::raw::settings::{
-    BlackholeSettings, FreedomSettings, HttpSettings, RawAccount, RawFinalRule, SocksSettings,
-    TunnelSettings,
+    BlackholeSettings, DnsOutboundSettings, FreedomSettings, HttpSettings, RawAccount,
+    RawFinalRule, SocksSettings, TunnelSettings,
 };
 use crate::raw::values::{PORT_NUMBER, out_of_range};
 use crate::source::Loc;
@@ -109,6 +110,7 @@ pub fn outbound_protocol(
     name: Option<&str>,
     raw_settings: Option<&Value>,
     loc: &Loc,
+    geo: &std::cell::RefCell<super::geo_load::GeoLoader>,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<OutboundProtocol> {
     let name = protocol_name(name, loc, diags)?;
@@ -128,7 +130,9 @@ pub fn outbound_protocol(
             .map(OutboundProtocol::Vmess),
         "kcptun" => kcptun::outbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
             .map(OutboundProtocol::Kcptun),
-        n if NOT_YET.contains(&n) || ["socks", "http", "dns", "loopback"].contains(&n) => {
+        "dns" => dns_outbound(settings(raw_settings, &sloc, diags)?, &sloc, geo, diags)
+            .map(OutboundProtocol::Dns),
+        n if NOT_YET.contains(&n) || ["socks", "http", "loopback"].contains(&n) => {
             diags.push(not_supported(n, loc));
             None
         }
@@ -474,6 +478,218 @@ fn final_rule(rule: &RawFinalRule, loc: &Loc, diags: &mut Vec<Diagnostic>) {
             }
         }
     }
+}
+
+/// The `dns` outbound's settings. The legacy `nonIPQuery`/`blockTypes` become rules exactly
+/// as Xray 26 turns them into rules, so both spellings behave the same.
+fn dns_outbound(
+    s: DnsOutboundSettings,
+    loc: &Loc,
+    geo: &std::cell::RefCell<super::geo_load::GeoLoader>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<skiff_dns::outbound::DnsOutboundConfig> {
+    use skiff_dns::outbound::{Action, DnsOutboundConfig, Rule};
+    let before = error_count(diags);
+    let pick = |short: &'static str, long: &'static str, a: bool, b: bool| {
+        if a || !b { short } else { long }
+    };
+    let network_key = pick(
+        "network",
+        "rewriteNetwork",
+        s.network.is_some(),
+        s.rewrite_network.is_some(),
+    );
+    let network = match lower(s.network.as_deref().or(s.rewrite_network.as_deref())).as_deref() {
+        None => None,
+        Some("tcp") => Some(skiff_core::Network::Tcp),
+        Some("udp") => Some(skiff_core::Network::Udp),
+        Some(other) => {
+            diags.push(
+                loc.key(network_key)
+                    .error(format!("unknown network `{other}` (expected tcp or udp)")),
+            );
+            None
+        }
+    };
+    let address_key = pick(
+        "address",
+        "rewriteAddress",
+        s.address.is_some(),
+        s.rewrite_address.is_some(),
+    );
+    let address = match s
+        .address
+        .as_deref()
+        .or(s.rewrite_address.as_deref())
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+    {
+        None => None,
+        Some(a) if valid_host(a) => Some(a.to_owned()),
+        Some(a) => {
+            diags.push(
+                loc.key(address_key)
+                    .error(format!("`{a}` is not an IP address or domain name")),
+            );
+            None
+        }
+    };
+    // Xray: a non-zero `port` overrides `rewritePort`; 0 keeps the query's own port.
+    let (port_key, port) = match (s.port, s.rewrite_port) {
+        (Some(p), _) if !p.is_zero() => ("port", Some(p)),
+        (_, Some(p)) => ("rewritePort", Some(p)),
+        (p, None) => ("port", p),
+    };
+    let port = match port {
+        None => 0,
+        Some(p) => p.get::<u16>().unwrap_or_else(|| {
+            diags.push(
+                loc.key(port_key)
+                    .error(out_of_range(p, "a port number 0–65535")),
+            );
+            0
+        }),
+    };
+    let _ = user_level(s.user_level, &loc.key("userLevel"), diags);
+
+    let legacy = s.non_ip_query.is_some() || s.block_types.is_some();
+    let mut rules = Vec::new();
+    if legacy {
+        let key = if s.non_ip_query.is_some() {
+            "nonIPQuery"
+        } else {
+            "blockTypes"
+        };
+        if s.rules.is_some() {
+            diags.push(
+                loc.key(key).error(
+                    "`nonIPQuery` and `blockTypes` cannot be mixed with `rules` (as in Xray)",
+                ),
+            );
+        } else {
+            diags.push(loc.key(key).warning(
+                "`nonIPQuery` and `blockTypes` are deprecated in Xray in favour of `rules`; accepted",
+            ));
+        }
+        let mode = lower(s.non_ip_query.as_deref()).unwrap_or_else(|| "reject".into());
+        if !["reject", "drop", "skip"].contains(&mode.as_str()) {
+            diags.push(loc.key("nonIPQuery").error(format!(
+                "unknown nonIPQuery `{mode}` (expected reject, drop or skip)"
+            )));
+        }
+        // Xray's REFUSED for rejected queries.
+        let refuse = Rule {
+            action: Action::Return,
+            qtypes: Vec::new(),
+            rcode: 5,
+            domains: None,
+        };
+        let mut blocked = Vec::new();
+        for (i, t) in s.block_types.iter().flatten().enumerate() {
+            match t.get::<u16>() {
+                Some(t) => blocked.push((t, t)),
+                None => diags.push(
+                    loc.key("blockTypes")
+                        .index(i)
+                        .error(out_of_range(t, "a query type 0–65535")),
+                ),
+            }
+        }
+        if !blocked.is_empty() {
+            rules.push(if mode == "reject" {
+                Rule {
+                    qtypes: blocked,
+                    ..refuse.clone()
+                }
+            } else {
+                Rule {
+                    action: Action::Drop,
+                    qtypes: blocked,
+                    rcode: 0,
+                    domains: None,
+                }
+            });
+        }
+        rules.push(Rule {
+            action: Action::Hijack,
+            qtypes: vec![(1, 1), (28, 28)],
+            rcode: 0,
+            domains: None,
+        });
+        rules.push(match mode.as_str() {
+            "drop" => Rule {
+                action: Action::Drop,
+                qtypes: Vec::new(),
+                rcode: 0,
+                domains: None,
+            },
+            "skip" => Rule {
+                action: Action::Direct,
+                qtypes: Vec::new(),
+                rcode: 0,
+                domains: None,
+            },
+            _ => refuse,
+        });
+    } else {
+        for (i, raw) in s.rules.iter().flatten().enumerate() {
+            let rloc = loc.key("rules").index(i);
+            let action = match lower(raw.action.as_deref()).as_deref() {
+                Some("direct") => Action::Direct,
+                Some("drop") => Action::Drop,
+                Some("return") => Action::Return,
+                Some("hijack") => Action::Hijack,
+                Some(other) => {
+                    diags.push(rloc.key("action").error(format!(
+                        "unknown action `{other}` (expected direct, drop, return or hijack)"
+                    )));
+                    continue;
+                }
+                None => {
+                    diags.push(
+                        rloc.key("action")
+                            .error("missing `action` (direct, drop, return or hijack)"),
+                    );
+                    continue;
+                }
+            };
+            let qtypes = match raw.q_type.as_ref().map(|q| q.ranges(true)) {
+                None => Vec::new(),
+                Some(Ok(ranges)) => ranges.iter().map(|r| (r.first, r.last)).collect(),
+                Some(Err(e)) => {
+                    diags.push(rloc.key("qType").error(e));
+                    continue;
+                }
+            };
+            // Routing's forms (a plain entry is a substring, as in Xray's dns rules).
+            let dloc = rloc.key("domain");
+            let entries = each(raw.domain.as_ref(), &dloc, diags, domain_entry);
+            let domains = domain_set(raw.domain.as_ref(), &entries, &dloc, geo, diags);
+            let rcode = match raw.r_code {
+                None => 0,
+                Some(c) => match c.get::<u16>() {
+                    Some(c) if c <= 0x0fff => c,
+                    // 12 bits is all a DNS message (with EDNS) can carry.
+                    _ => {
+                        diags.push(rloc.key("rCode").error(out_of_range(c, "an rcode 0–4095")));
+                        continue;
+                    }
+                },
+            };
+            rules.push(Rule {
+                action,
+                qtypes,
+                rcode,
+                domains,
+            });
+        }
+    }
+    (error_count(diags) == before).then_some(DnsOutboundConfig {
+        network,
+        address,
+        port,
+        rules,
+    })
 }
 
 fn blackhole(

@@ -180,3 +180,175 @@ fn keys_skiff_does_not_act_on_are_said() {
     let errs = errors(r#"{"dns": {"useSystemHosts": true}}"#);
     assert_eq!(errs[0].0, "dns.useSystemHosts");
 }
+
+fn dns_outbound(settings: &str) -> String {
+    format!(r#"{{"outbounds": [{{"tag": "dns-out", "protocol": "dns", "settings": {settings}}}]}}"#)
+}
+
+fn dns_plan(settings: &str) -> (skiff_dns::outbound::DnsOutboundConfig, Vec<Diagnostic>) {
+    let (plan, warnings) = load(&dns_outbound(settings)).expect("valid");
+    match &plan.outbounds[0].protocol {
+        crate::OutboundProtocol::Dns(d) => (d.clone(), warnings),
+        other => panic!("not a dns outbound: {other:?}"),
+    }
+}
+
+#[test]
+fn dns_outbound_settings() {
+    use skiff_core::Network;
+    use skiff_dns::outbound::{Action, Rule};
+
+    let (d, warnings) = dns_plan("{}");
+    assert!(warnings.is_empty(), "{warnings:#?}");
+    assert_eq!(d, Default::default());
+
+    let (d, _) = dns_plan(
+        r#"{"network": "TCP", "address": "1.1.1.1", "port": 5353, "rewritePort": 9, "userLevel": 0}"#,
+    );
+    assert_eq!(d.network, Some(Network::Tcp));
+    assert_eq!(d.address.as_deref(), Some("1.1.1.1"));
+    assert_eq!(d.port, 5353);
+    // The older names, used when the short ones are absent.
+    let (d, _) =
+        dns_plan(r#"{"rewriteNetwork": "udp", "rewriteAddress": "dns.test", "rewritePort": 53}"#);
+    assert_eq!(
+        (d.network, d.address.as_deref(), d.port),
+        (Some(Network::Udp), Some("dns.test"), 53)
+    );
+
+    let rule = |action, qtypes: &[(u16, u16)], rcode| Rule {
+        action,
+        qtypes: qtypes.to_vec(),
+        rcode,
+        domains: None,
+    };
+    let (d, warnings) = dns_plan(r#"{"nonIPQuery": "skip"}"#);
+    assert_eq!(
+        d.rules,
+        vec![
+            rule(Action::Hijack, &[(1, 1), (28, 28)], 0),
+            rule(Action::Direct, &[], 0)
+        ]
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.path == "outbounds[0].settings.nonIPQuery")
+    );
+    let (d, _) = dns_plan(r#"{"blockTypes": [65, 16]}"#);
+    assert_eq!(
+        d.rules,
+        vec![
+            rule(Action::Return, &[(65, 65), (16, 16)], 5),
+            rule(Action::Hijack, &[(1, 1), (28, 28)], 0),
+            rule(Action::Return, &[], 5)
+        ]
+    );
+    let (d, _) = dns_plan(r#"{"nonIPQuery": "drop", "blockTypes": [65]}"#);
+    assert_eq!(d.rules[0], rule(Action::Drop, &[(65, 65)], 0));
+    assert_eq!(d.rules[2], rule(Action::Drop, &[], 0));
+
+    let (d, warnings) = dns_plan(
+        r#"{"rules": [{"action": "Hijack", "qType": "1,28"}, {"action": "return", "qType": 65, "rCode": 3},
+            {"action": "drop", "qType": "10-20"}, {"action": "direct"}]}"#,
+    );
+    assert!(warnings.is_empty(), "{warnings:#?}");
+    assert_eq!(
+        d.rules,
+        vec![
+            rule(Action::Hijack, &[(1, 1), (28, 28)], 0),
+            rule(Action::Return, &[(65, 65)], 3),
+            rule(Action::Drop, &[(10, 20)], 0),
+            rule(Action::Direct, &[], 0)
+        ]
+    );
+}
+
+#[test]
+fn dns_outbound_mistakes_at_their_paths() {
+    let cases = [
+        (
+            r#"{"network": "sctp"}"#,
+            "outbounds[0].settings.network",
+            "unknown network",
+        ),
+        (
+            r#"{"rewriteNetwork": "x"}"#,
+            "outbounds[0].settings.rewriteNetwork",
+            "unknown network",
+        ),
+        (
+            r#"{"address": "not a host"}"#,
+            "outbounds[0].settings.address",
+            "not an IP address",
+        ),
+        (
+            r#"{"port": 70000}"#,
+            "outbounds[0].settings.port",
+            "out of range",
+        ),
+        (
+            r#"{"nonIPQuery": "ignore"}"#,
+            "outbounds[0].settings.nonIPQuery",
+            "unknown nonIPQuery",
+        ),
+        (
+            r#"{"blockTypes": [1, -1]}"#,
+            "outbounds[0].settings.blockTypes[1]",
+            "out of range",
+        ),
+        (
+            r#"{"nonIPQuery": "drop", "rules": []}"#,
+            "outbounds[0].settings.nonIPQuery",
+            "cannot be mixed",
+        ),
+        (
+            r#"{"rules": [{"qType": 1}]}"#,
+            "outbounds[0].settings.rules[0].action",
+            "missing",
+        ),
+        (
+            r#"{"rules": [{"action": "steal"}]}"#,
+            "outbounds[0].settings.rules[0].action",
+            "unknown action",
+        ),
+        (
+            r#"{"rules": [{"action": "drop", "qType": "x"}]}"#,
+            "outbounds[0].settings.rules[0].qType",
+            "",
+        ),
+        (
+            r#"{"rules": [{"action": "drop", "domain": ["regexp:("]}]}"#,
+            "outbounds[0].settings.rules[0].domain[0]",
+            "invalid regular expression",
+        ),
+        (
+            r#"{"rules": [{"action": "return", "rCode": 70000}]}"#,
+            "outbounds[0].settings.rules[0].rCode",
+            "out of range",
+        ),
+    ];
+    for (settings, path, needle) in cases {
+        let errs = errors(&dns_outbound(settings));
+        assert!(
+            errs.iter()
+                .any(|(p, line, m)| p == path && *line == 1 && m.contains(needle)),
+            "{settings}: no error at `{path}` containing `{needle}` in {errs:#?}"
+        );
+    }
+    // A rule's `domain` takes routing's forms; a plain entry is a substring.
+    let (d, _) = dns_plan(
+        r#"{"rules": [{"action": "return", "rCode": 3, "domain": ["domain:ads.test", "tracker"]}]}"#,
+    );
+    let set = d.rules[0].domains.as_ref().expect("a domain set");
+    assert!(set.matches("x.ads.test") && set.matches("my-tracker.example"));
+    assert!(!set.matches("ads.test.example"));
+    // An unknown key is a warning naming its path, as for every outbound.
+    let (_, warnings) = dns_plan(r#"{"adress": "1.1.1.1"}"#);
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.path == "outbounds[0].settings.adress"),
+        "{warnings:#?}"
+    );
+}

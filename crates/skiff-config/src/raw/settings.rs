@@ -76,6 +76,33 @@ pub struct RawFinalRule {
     pub ip: Option<StringList>,
 }
 
+/// The `dns` outbound. Xray reads `network`/`address`/`port` and their older `rewrite*`
+/// names (the short ones win), the newer `rules`, and the legacy `nonIPQuery`/`blockTypes`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DnsOutboundSettings {
+    pub network: Option<String>,
+    pub rewrite_network: Option<String>,
+    pub address: Option<String>,
+    pub rewrite_address: Option<String>,
+    pub port: Option<Int>,
+    pub rewrite_port: Option<Int>,
+    pub user_level: Option<Int>,
+    pub rules: Option<Vec<RawDnsOutboundRule>>,
+    #[serde(rename = "nonIPQuery")]
+    pub non_ip_query: Option<String>,
+    pub block_types: Option<Vec<Int>>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawDnsOutboundRule {
+    pub action: Option<String>,
+    pub q_type: Option<PortSpec>,
+    pub domain: Option<StringList>,
+    pub r_code: Option<Int>,
+}
+
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct BlackholeSettings {
     pub response: Option<RawResponse>,
