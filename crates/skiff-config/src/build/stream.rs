@@ -204,32 +204,12 @@ fn ws_plan(
         .host
         .filter(|h| !h.trim().is_empty())
         .map(|h| h.trim().to_owned());
-    let mut headers = Vec::new();
-    for (name, value) in ws.headers.iter().flatten() {
-        let Some(value) = value.as_str() else {
-            diags.push(loc.key("headers").key(name).error(format!(
-                "invalid type: {}, expected a string",
-                crate::raw::kind(value)
-            )));
-            continue;
-        };
-        if name.eq_ignore_ascii_case("host") {
-            // Xray: `host` wins over a Host header.
-            if host.is_none() && !value.trim().is_empty() {
-                host = Some(value.trim().to_owned());
-            }
-            continue;
+    let headers = header_list(ws.headers.as_ref(), loc, diags, |value, _, _| {
+        // Xray: `host` wins over a Host header.
+        if host.is_none() && !value.trim().is_empty() {
+            host = Some(value.trim().to_owned());
         }
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
-            diags.push(
-                loc.key("headers")
-                    .key(name)
-                    .error(format!("`{name}` is not a valid HTTP header name")),
-            );
-            continue;
-        }
-        headers.push((name.clone(), value.to_owned()));
-    }
+    });
     let accept_proxy_protocol = ws.accept_proxy_protocol.unwrap_or(false);
     if accept_proxy_protocol && side == Side::Outbound {
         diags.push(
@@ -248,6 +228,42 @@ fn ws_plan(
         headers,
         accept_proxy_protocol,
     })
+}
+
+/// The `headers` object of WebSocket or HTTPUpgrade settings: string values under valid
+/// HTTP header names, without CR, LF or NUL (they would end the header early). A `Host`
+/// entry goes to `on_host` with its value and location, each transport having its own rule.
+fn header_list(
+    headers: Option<&Map<String, Value>>,
+    loc: &Loc,
+    diags: &mut Vec<Diagnostic>,
+    mut on_host: impl FnMut(&str, Loc, &mut Vec<Diagnostic>),
+) -> Vec<(String, String)> {
+    let mut list = Vec::new();
+    for (name, value) in headers.into_iter().flatten() {
+        let name_loc = loc.key("headers").key(name);
+        let Some(value) = value.as_str() else {
+            diags.push(name_loc.error(format!(
+                "invalid type: {}, expected a string",
+                crate::raw::kind(value)
+            )));
+            continue;
+        };
+        if name.eq_ignore_ascii_case("host") {
+            on_host(value, name_loc, diags);
+            continue;
+        }
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+            diags.push(name_loc.error(format!("`{name}` is not a valid HTTP header name")));
+            continue;
+        }
+        if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+            diags.push(name_loc.error("a header value must not contain CR, LF or NUL"));
+            continue;
+        }
+        list.push((name.clone(), value.to_owned()));
+    }
+    list
 }
 
 /// `httpupgradeSettings`, as Xray reads them (infra/conf `HttpUpgradeConfig`): the path is
@@ -276,41 +292,11 @@ fn httpupgrade_plan(
         .host
         .filter(|h| !h.trim().is_empty())
         .map(|h| h.trim().to_owned());
-    let mut headers = Vec::new();
-    for (name, value) in h.headers.iter().flatten() {
-        let Some(value) = value.as_str() else {
-            diags.push(loc.key("headers").key(name).error(format!(
-                "invalid type: {}, expected a string",
-                crate::raw::kind(value)
-            )));
-            continue;
-        };
-        if name.eq_ignore_ascii_case("host") {
-            diags.push(
-                loc.key("headers")
-                    .key(name)
-                    .error("\"headers\" can't contain \"host\" (use the `host` key, as in Xray)"),
-            );
-            continue;
-        }
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
-            diags.push(
-                loc.key("headers")
-                    .key(name)
-                    .error(format!("`{name}` is not a valid HTTP header name")),
-            );
-            continue;
-        }
-        if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-            diags.push(
-                loc.key("headers")
-                    .key(name)
-                    .error("a header value must not contain CR, LF or NUL"),
-            );
-            continue;
-        }
-        headers.push((name.clone(), value.to_owned()));
-    }
+    let headers = header_list(h.headers.as_ref(), loc, diags, |_, name_loc, diags| {
+        diags.push(
+            name_loc.error("\"headers\" can't contain \"host\" (use the `host` key, as in Xray)"),
+        );
+    });
     if h.accept_proxy_protocol == Some(true) {
         match side {
             Side::Outbound => diags.push(

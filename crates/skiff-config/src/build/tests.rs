@@ -1056,3 +1056,26 @@ fn summary_is_readable_and_hides_passwords() {
     );
     assert!(text.contains("policy level 0: connIdle 60s"), "{text}");
 }
+
+#[test]
+fn websocket_and_httpupgrade_headers_share_their_checks() {
+    // A value with CR or LF would end the header early on the wire: refused under either
+    // transport, at the header's own path.
+    for (network, settings) in [("ws", "wsSettings"), ("httpupgrade", "httpupgradeSettings")] {
+        let text = format!(
+            r#"{{"inbounds": [{{"port": 1, "protocol": "vless",
+                "settings": {{"clients": [{{"id": "a"}}], "decryption": "none"}},
+                "streamSettings": {{"network": "{network}",
+                    "{settings}": {{"headers": {{"X-A": "b\r\nEvil: 1", "bad name": "c"}}}}}}}}]}}"#
+        );
+        let paths: Vec<String> = errors(&text).into_iter().map(|(p, _)| p).collect();
+        assert_eq!(
+            paths,
+            [
+                format!("inbounds[0].streamSettings.{settings}.headers.X-A"),
+                format!("inbounds[0].streamSettings.{settings}.headers.bad name"),
+            ],
+            "{network}"
+        );
+    }
+}
