@@ -37,9 +37,7 @@ fn upstream_answer(query: &[u8]) -> Option<Vec<u8>> {
 
 /// A loopback DNS server on UDP and TCP (same port); counts the queries it gets.
 async fn upstream() -> (SocketAddr, Arc<AtomicUsize>) {
-    let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let addr = socket.local_addr().unwrap();
-    let tcp = TcpListener::bind(addr).await.unwrap();
+    let (socket, tcp, addr) = udp_and_tcp_on_one_port().await;
     let count = Arc::new(AtomicUsize::new(0));
     let seen = count.clone();
     tokio::spawn(async move {
@@ -205,4 +203,17 @@ async fn dns_outbound_answers_a_and_forwards_txt_over_udp_and_tcp() {
     })
     .await
     .expect("test deadline");
+}
+
+/// A UDP socket and a TCP listener on the same loopback port. The UDP port is ephemeral and
+/// its TCP twin may be some connection's source port just then: try another, a few times.
+async fn udp_and_tcp_on_one_port() -> (UdpSocket, TcpListener, SocketAddr) {
+    for _ in 0..20 {
+        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = socket.local_addr().unwrap();
+        if let Ok(tcp) = TcpListener::bind(addr).await {
+            return (socket, tcp, addr);
+        }
+    }
+    panic!("no loopback port free on both UDP and TCP in 20 tries");
 }

@@ -46,12 +46,19 @@ fn upstream_answer(query: &[u8]) -> Option<Vec<u8>> {
 /// The upstream on UDP and TCP (same port), on threads until `stop`; every wait is bounded
 /// so the loops see it.
 fn upstream(stop: Arc<AtomicBool>) -> u16 {
-    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    // One port for both: an ephemeral UDP port's TCP twin may be some connection's source
+    // port, so take ports below the ephemeral range and try a few.
+    let (socket, tcp, port) = (0..20)
+        .find_map(|_| {
+            let port = free_port();
+            let udp = UdpSocket::bind(("127.0.0.1", port)).ok()?;
+            let tcp = TcpListener::bind(("127.0.0.1", port)).ok()?;
+            Some((udp, tcp, port))
+        })
+        .expect("a port free on both UDP and TCP within 20 tries");
     socket
         .set_read_timeout(Some(Duration::from_millis(100)))
         .unwrap();
-    let port = socket.local_addr().unwrap().port();
-    let tcp = TcpListener::bind(("127.0.0.1", port)).unwrap();
     tcp.set_nonblocking(true).unwrap();
     let udp_stop = stop.clone();
     std::thread::spawn(move || {

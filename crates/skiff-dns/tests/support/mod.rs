@@ -121,9 +121,7 @@ impl TestServer {
 
 /// A UDP responder, and a TCP one on the same port (which never plays `Truncate`).
 pub async fn udp_server(zone: Zone, fault: Fault) -> TestServer {
-    let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let addr = socket.local_addr().unwrap();
-    let tcp = TcpListener::bind(addr).await.unwrap();
+    let (socket, tcp, addr) = udp_and_tcp_on_one_port().await;
     let queries = Arc::new(AtomicUsize::new(0));
     let (count, z) = (queries.clone(), zone.clone());
     tokio::spawn(async move {
@@ -305,4 +303,17 @@ pub async fn doh_server(zone: Zone, fault: Fault) -> TestServer {
         queries,
         ca: Some(ca),
     }
+}
+
+/// A UDP socket and a TCP listener on the same loopback port. The UDP port is ephemeral and
+/// its TCP twin may be some connection's source port just then: try another, a few times.
+async fn udp_and_tcp_on_one_port() -> (UdpSocket, TcpListener, SocketAddr) {
+    for _ in 0..20 {
+        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = socket.local_addr().unwrap();
+        if let Ok(tcp) = TcpListener::bind(addr).await {
+            return (socket, tcp, addr);
+        }
+    }
+    panic!("no loopback port free on both UDP and TCP in 20 tries");
 }
