@@ -60,14 +60,25 @@ pub enum Command {
     /// Print a random UUID, or with -i the UUID Xray derives from any string.
     Uuid {
         /// Map this string (1-30 bytes) to a UUID the way Xray does for ids that are not UUIDs.
-        #[arg(short = 'i', long = "input", value_name = "STRING")]
+        #[arg(
+            short = 'i',
+            long = "input",
+            value_name = "STRING",
+            allow_hyphen_values = true
+        )]
         input: Option<String>,
     },
     /// Print a new X25519 key pair for REALITY, or with -i the public key of a private key,
     /// in `xray x25519`'s format.
     X25519 {
         /// Derive from this private key (base64 URL-safe without padding, as Xray prints it).
-        #[arg(short = 'i', long = "input", value_name = "PRIVATE_KEY")]
+        // One key in 64 starts with `-`: it is still the value, as Go's flag package takes it.
+        #[arg(
+            short = 'i',
+            long = "input",
+            value_name = "PRIVATE_KEY",
+            allow_hyphen_values = true
+        )]
         input: Option<String>,
         /// Read and print standard base64 (with `+`, `/` and padding) instead.
         #[arg(long = "std-encoding")]

@@ -113,6 +113,23 @@ fn uuid_maps_strings_like_xray() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim().len(), 36);
 }
 
+/// A private key may start with `-` (one in 64 do): it is the value of `-i`, not an option.
+/// The key and its output are from `xray x25519 -i` (Xray 26.7.28).
+#[test]
+fn x25519_takes_a_key_that_starts_with_a_dash() {
+    let key = "-FK2IQvfuYYIE1wvkotKjifBdh_U3VE0QTnZcbyiClk";
+    let out = skiff().args(["x25519", "-i", key]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "PrivateKey: {key}\n\
+             Password (PublicKey): 6c4JQ-akvtWcLLfC6SmRc8p6lpV833GAoUQcAYf-gjo\n\
+             Hash32: 74_z3P3qni6e1YkrKYmgalmb5otmciZubyh5Z7xfzyY\n"
+        )
+    );
+}
+
 #[test]
 fn version_and_help() {
     let out = skiff().arg("version").output().unwrap();
