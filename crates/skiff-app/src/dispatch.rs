@@ -10,7 +10,7 @@ use std::time::Duration;
 use skiff_core::{
     Accepted, Address, BoxFuture, BoxStream, ConnectOutcome, Connector, Counted, DirectionCounters,
     InboundContext, LayerSession, Metadata, Network, Prefixed, ProxyStream, RelayCounters,
-    RelayEnd, Reply, relay,
+    RelayEnd, Reply, TunnelSink, relay,
 };
 use skiff_proto::{http, socks};
 use tokio::io::AsyncWriteExt;
@@ -74,6 +74,13 @@ pub async fn serve_transport(
     serve_conn(shared, inbound, stream, tunnel_destination, source, local).await;
 }
 
+/// Where the protocol starts: on the accepted connection (its layers still to run), or on a
+/// tunnel a multiplexing transport found in it (layers done).
+enum Start {
+    Connection(BoxStream),
+    Tunnel(BoxStream, LayerSession),
+}
+
 async fn serve_conn(
     shared: Arc<Shared>,
     inbound: Arc<InboundHandler>,
@@ -82,15 +89,83 @@ async fn serve_conn(
     source: SocketAddr,
     local: SocketAddr,
 ) {
+    if inbound.layers.multiplex.is_some() {
+        serve_multiplexed(shared, inbound, stream, source, local).await;
+        return;
+    }
+    serve_protocol(
+        shared,
+        inbound,
+        Start::Connection(stream),
+        tunnel_destination,
+        source,
+        local,
+    )
+    .await;
+}
+
+/// A connection of a multiplexing transport (gRPC, XHTTP): its layers (TLS) under the
+/// handshake timeout, then the transport, which hands over every tunnel it carries; each
+/// tunnel is served as a connection of its own, in its own task.
+async fn serve_multiplexed(
+    shared: Arc<Shared>,
+    inbound: Arc<InboundHandler>,
+    stream: BoxStream,
+    source: SocketAddr,
+    local: SocketAddr,
+) {
+    let Some(multiplex) = inbound.layers.multiplex.clone() else {
+        return;
+    };
+    let limit = shared.level(inbound.level).handshake;
+    let mut session = LayerSession::default();
+    let stream = match within(limit, inbound.layers.accept(stream, &mut session)).await {
+        Ok(stream) => stream,
+        Err(e) => {
+            debug!(inbound = %inbound.tag, %source, error = %e, "transport handshake failed; closing");
+            return;
+        }
+    };
+    let tunnels: TunnelSink = {
+        let (shared, inbound) = (shared.clone(), inbound.clone());
+        Arc::new(move |tunnel, session| {
+            let start = Start::Tunnel(tunnel, session);
+            tokio::spawn(serve_protocol(
+                shared.clone(),
+                inbound.clone(),
+                start,
+                None,
+                source,
+                local,
+            ));
+        })
+    };
+    if let Err(e) = multiplex.serve(stream, session, tunnels).await {
+        debug!(inbound = %inbound.tag, %source, error = %e, "transport connection ended");
+    }
+}
+
+async fn serve_protocol(
+    shared: Arc<Shared>,
+    inbound: Arc<InboundHandler>,
+    start: Start,
+    tunnel_destination: Option<io::Result<Address>>,
+    source: SocketAddr,
+    local: SocketAddr,
+) {
     let mut meta = Metadata::new(inbound.tag.clone(), source, local);
     meta.level = inbound.level;
-    let mut session = LayerSession::default();
+    let (stream, layers_done, mut session) = match start {
+        Start::Connection(stream) => (stream, false, LayerSession::default()),
+        Start::Tunnel(stream, session) => (stream, true, session),
+    };
     let shaken = handshake(
         &shared,
         &inbound,
         &meta,
         stream,
         tunnel_destination,
+        layers_done,
         &mut session,
     );
     let accepted = match shaken.await {
@@ -211,7 +286,7 @@ async fn sniff_then_relay(
     connect_and_relay(shared, inbound, meta, stream, Reply::None).await;
 }
 
-/// Runs the inbound's transport layers, then its protocol's handshake, under the policy's
+/// Runs the inbound's transport layers (unless `layers_done`), then its protocol's handshake, under the policy's
 /// handshake timeout (a timeout is an error of kind TimedOut); a protocol that times itself
 /// (HTTP forwarding) gets the limit for its first request instead. Handshake futures are
 /// boxed: each is sized for its own protocol's buffers and freed when the handshake ends,
@@ -222,6 +297,7 @@ async fn handshake(
     meta: &Metadata,
     stream: BoxStream,
     tunnel_destination: Option<io::Result<Address>>,
+    layers_done: bool,
     session: &mut LayerSession,
 ) -> io::Result<Accepted> {
     let limit = shared.level(inbound.level).handshake;
@@ -241,7 +317,7 @@ async fn handshake(
         connector: &connector,
     };
     let layers = async {
-        if inbound.layers.is_empty() {
+        if layers_done || inbound.layers.is_empty() {
             Ok(stream)
         } else {
             Box::pin(inbound.layers.accept(stream, session)).await

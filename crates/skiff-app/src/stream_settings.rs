@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use skiff_config::{HttpHeaderPlan, StreamNetwork, StreamPlan, StreamSecurity, TlsPlan};
 use skiff_core::tcp_tuning::TcpTuning;
-use skiff_core::{ClientLayer, Dialer, Outbound, OutboundDialer, ServerLayer};
+use skiff_core::{ClientLayer, Dialer, MultiplexServer, Outbound, OutboundDialer, ServerLayer};
 use skiff_transport::http_header::{
     HttpHeaderClient, HttpHeaderServer, RequestTemplate, ResponseTemplate, defaults,
 };
@@ -18,9 +18,11 @@ use skiff_transport::tcp::TcpDialer;
 use skiff_transport::tls::{TlsClient, TlsClientOptions, TlsServer, TlsServerOptions, TlsVersion};
 use skiff_transport::ws::{WsClientOptions, WsServerOptions};
 
-/// An inbound's base and layers: TLS if configured, then the network's own layer.
+/// An inbound's base and layers: TLS if configured, then the network's own layer, or the
+/// network's multiplexing server ending the stack.
 pub fn server_stack(plan: &StreamPlan) -> Result<ServerStack, String> {
     let mut layers: Vec<Arc<dyn ServerLayer>> = Vec::new();
+    let multiplex: Option<Arc<dyn MultiplexServer>> = None;
     if let StreamSecurity::Tls(t) = &plan.security {
         layers.push(Arc::new(TlsServer::new(&server_tls(t))?));
     }
@@ -46,7 +48,11 @@ pub fn server_stack(plan: &StreamPlan) -> Result<ServerStack, String> {
         StreamNetwork::Mkcp(k) => ServerBase::Mkcp(k.clone()),
         StreamNetwork::Kcptun(k) => ServerBase::Kcptun(crate::kcp_params::for_network(&k.tuning)),
     };
-    Ok(ServerStack { base, layers })
+    Ok(ServerStack {
+        base,
+        layers,
+        multiplex,
+    })
 }
 
 /// How an outbound reaches `server` (the address it dials: the default TLS server name and

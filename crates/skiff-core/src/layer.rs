@@ -4,6 +4,7 @@
 //! (a TLS server holds certificates, a client a server name to verify).
 
 use std::io;
+use std::sync::Arc;
 
 use crate::{BoxFuture, BoxStream};
 
@@ -30,4 +31,22 @@ pub trait ServerLayer: Send + Sync {
         stream: BoxStream,
         session: &'a mut LayerSession,
     ) -> BoxFuture<'a, io::Result<BoxStream>>;
+}
+
+/// Where a multiplexing transport hands each tunnel it accepted, with what its layers learned.
+/// The receiver runs the inbound's protocol over the tunnel; it must not block (it spawns).
+pub type TunnelSink = Arc<dyn Fn(BoxStream, LayerSession) + Send + Sync>;
+
+/// The server side of a transport that does not map one connection to one tunnel: many
+/// tunnels over one connection (gRPC's streams over HTTP/2), or one tunnel over several
+/// connections (XHTTP's uploads as separate requests). It ends an inbound's stack: instead of
+/// returning a stream it hands each tunnel to `tunnels` and returns when the connection is
+/// done. State that spans connections (XHTTP's sessions) lives in the value, one per inbound.
+pub trait MultiplexServer: Send + Sync {
+    fn serve<'a>(
+        &'a self,
+        stream: BoxStream,
+        session: LayerSession,
+        tunnels: TunnelSink,
+    ) -> BoxFuture<'a, io::Result<()>>;
 }

@@ -20,7 +20,7 @@ pub use handshake::{
     Accepted, BoxFuture, ConnectOutcome, Connector, Inbound, InboundContext, PacketConnector,
     Reply, RoutedPackets,
 };
-pub use layer::{ClientLayer, LayerSession, ServerLayer};
+pub use layer::{ClientLayer, LayerSession, MultiplexServer, ServerLayer, TunnelSink};
 pub use metadata::Metadata;
 pub use stream::{BoxStream, DirectSwitch, Prefixed, ProxyStream};
 pub mod relay;

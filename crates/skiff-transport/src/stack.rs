@@ -1,5 +1,6 @@
 //! The layer stack of one inbound or outbound: a base (raw TCP, mKCP or kcptun) and the
-//! layers over it in order (TLS, then WebSocket or HTTPUpgrade). skiff-app builds it from the
+//! layers over it in order (TLS, then WebSocket or HTTPUpgrade), and on the server side
+//! possibly a multiplexing transport ending it (gRPC, XHTTP). skiff-app builds it from the
 //! stream settings; nothing here knows which layers exist.
 
 use std::io;
@@ -7,7 +8,7 @@ use std::sync::Arc;
 
 use skiff_core::{
     Address, BoxFuture, BoxPacketConn, BoxStream, ClientLayer, Dialer, LayerSession, Metadata,
-    ServerLayer,
+    MultiplexServer, ServerLayer,
 };
 use skiff_kcp::mkcp::MkcpConfig;
 
@@ -27,12 +28,15 @@ pub enum ServerBase {
 pub struct ServerStack {
     pub base: ServerBase,
     pub layers: Vec<Arc<dyn ServerLayer>>,
+    /// Ends the stack when the network carries tunnels not one per connection (gRPC,
+    /// XHTTP): after `layers`, the connection goes to it, and each tunnel to the protocol.
+    pub multiplex: Option<Arc<dyn MultiplexServer>>,
 }
 
 impl ServerStack {
     /// No layer runs over the accepted stream (it goes straight to the protocol).
     pub fn is_empty(&self) -> bool {
-        self.layers.is_empty()
+        self.layers.is_empty() && self.multiplex.is_none()
     }
 
     /// The protocol speaks directly on a TCP socket.
