@@ -617,9 +617,21 @@ pub struct ShadowsocksUser {
     pub method: ShadowsocksMethod,
     /// AEAD-2017: EVP_BytesToKey of the password; 2022: the base64-decoded PSK.
     pub key: ShadowsocksKey,
+    /// The `password` as written: what a client is given (`skiff share`).
+    pub password: Password,
     /// `email`; "" is None.
     pub email: Option<String>,
     pub level: u32,
+}
+
+/// A password as the config wrote it; Debug never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Password(pub String);
+
+impl std::fmt::Debug for Password {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<password>")
+    }
 }
 
 /// Key bytes; Debug never shows them.

@@ -24,7 +24,9 @@ use clap::{Parser, Subcommand};
                   proxy on 127.0.0.1:10809, both going direct. `skiff check -c FILE` validates a\n\
                   config and names each problem's file, line and JSON path. `skiff bench` measures\n\
                   Skiff beside the Xray, v2ray, trojan, Shadowsocks and kcptun found here.\n\
-                  `skiff uuid` and `skiff x25519` make ids and keys exactly as Xray's commands do."
+                  `skiff share -c FILE --address HOST` prints the vless://, vmess://, trojan:// and\n\
+                  ss:// links (and QR codes) clients import. `skiff uuid` and `skiff x25519` make\n\
+                  ids and keys exactly as Xray's commands do."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -67,6 +69,29 @@ pub enum Command {
             allow_hyphen_values = true
         )]
         input: Option<String>,
+    },
+    /// Print the share links (vless://, vmess://, trojan://, ss://) and QR codes that let
+    /// clients reach the users of the config's inbounds, or a ready client config.
+    Share {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// Only this inbound (its tag).
+        #[arg(long, value_name = "TAG")]
+        inbound: Option<String>,
+        /// Only this user (their email).
+        #[arg(long, value_name = "EMAIL")]
+        user: Option<String>,
+        /// The host or IP clients dial (default: the inbound's listen address, when it is not
+        /// 0.0.0.0 or ::).
+        #[arg(long, value_name = "HOST")]
+        address: Option<String>,
+        /// Add the SHA-256 of the inbound's certificate (`pcs`), so that clients accept a
+        /// self-signed one. The link stops working when the certificate changes.
+        #[arg(long)]
+        pin: bool,
+        /// `text`: each link and its QR code; `links`: links only; `json`: a client config.
+        #[arg(long, value_enum, default_value_t = crate::share::Format::Text)]
+        format: crate::share::Format,
     },
     /// Print a new X25519 key pair for REALITY, or with -i the public key of a private key,
     /// in `xray x25519`'s format.

@@ -1,7 +1,8 @@
-//! The `skiff` binary: run | check | bench | version | uuid.
+//! The `skiff` binary: run | check | bench | share | version | uuid | x25519.
 
 mod cli;
 mod logging;
+mod share;
 mod uuid;
 mod x25519;
 
@@ -49,6 +50,37 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Share {
+            config,
+            inbound,
+            user,
+            address,
+            pin,
+            format,
+        } => {
+            let Some((loaded, _)) = load(&config) else {
+                return ExitCode::FAILURE;
+            };
+            let selection = share::Selection {
+                inbound,
+                user,
+                address,
+                pin,
+            };
+            match share::render(&loaded.plan, &selection, format) {
+                Ok((text, skipped)) => {
+                    for note in skipped {
+                        eprintln!("note: left out {note}");
+                    }
+                    print!("{text}");
+                    ExitCode::SUCCESS
+                }
+                Err(message) => {
+                    eprintln!("error: {message}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Check { config } => match load(&config) {
             Some((loaded, origin)) => {
                 println!("{origin}\n\n{}", loaded.plan);

@@ -12,7 +12,9 @@ use skiff_proto::shadowsocks::{Method, MethodError};
 use super::super::error_count;
 use super::valid_host;
 use crate::diag::Diagnostic;
-use crate::plan::{ShadowsocksInbound, ShadowsocksKey, ShadowsocksOutbound, ShadowsocksUser};
+use crate::plan::{
+    Password, ShadowsocksInbound, ShadowsocksKey, ShadowsocksOutbound, ShadowsocksUser,
+};
 use crate::raw::settings::{
     RawShadowsocksServer, RawShadowsocksUser, ShadowsocksInboundSettings,
     ShadowsocksOutboundSettings,
@@ -113,6 +115,7 @@ pub fn inbound(
             users.push(ShadowsocksUser {
                 method: m,
                 key: k,
+                password: Password(s.password.clone().unwrap_or_default()),
                 email: email(s.email.as_deref()),
                 level: level(s.level, &loc.key("level"), diags),
             });
@@ -196,6 +199,7 @@ fn user_2022(
     Some(ShadowsocksUser {
         method: server,
         key: k,
+        password: Password(raw.password.clone().unwrap_or_default()),
         email: email(raw.email.as_deref()),
         level: level(raw.level, &loc.key("level"), diags),
     })
@@ -231,6 +235,7 @@ fn user_2017(
     Some(ShadowsocksUser {
         method: m,
         key: k,
+        password: Password(raw.password.clone().unwrap_or_default()),
         email: email(raw.email.as_deref()),
         level: level(raw.level, &loc.key("level"), diags),
     })
