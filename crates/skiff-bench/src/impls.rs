@@ -178,6 +178,9 @@ pub struct Hops {
     pub certificate: Option<(PathBuf, PathBuf)>,
     /// Hex SHA-256 of C's certificate (DER): Xray 26 pins it, having dropped allowInsecure.
     pub certificate_sha256: Option<String>,
+    /// The run's TCP congestion control (`--cc`), written into Skiff's configs: the peers take
+    /// the namespace's default, and Skiff must too rather than its loopback rule's Reno.
+    pub tcp_congestion: Option<String>,
 }
 
 /// The id every bench row uses between B and C.
@@ -670,6 +673,10 @@ impl Implementation {
             }
             _ => return None,
         };
+        let mut value = value;
+        if let (Flavor::Skiff, Some(name)) = (self.flavor, &hops.tcp_congestion) {
+            pin_congestion(&mut value, name);
+        }
         serde_json::to_string_pretty(&value).ok()
     }
 
@@ -697,6 +704,32 @@ impl Implementation {
             }
         }
         cmd
+    }
+}
+
+/// Sets `streamSettings.sockopt.tcpcongestion` on every inbound and outbound of an Xray-format
+/// config, so each TCP connection Skiff accepts or dials uses `name` (see [`crate::fair_cc`]).
+fn pin_congestion(config: &mut Value, name: &str) {
+    for list in ["inbounds", "outbounds"] {
+        let Some(entries) = config.get_mut(list).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for entry in entries {
+            // kcptun brings its own transport over UDP and takes no streamSettings.
+            let Some(entry) = entry
+                .as_object_mut()
+                .filter(|e| e.get("protocol") != Some(&json!("kcptun")))
+            else {
+                continue;
+            };
+            let stream = entry.entry("streamSettings").or_insert_with(|| json!({}));
+            if let Some(stream) = stream.as_object_mut() {
+                let sockopt = stream.entry("sockopt").or_insert_with(|| json!({}));
+                if let Some(sockopt) = sockopt.as_object_mut() {
+                    sockopt.insert("tcpcongestion".into(), json!(name));
+                }
+            }
+        }
     }
 }
 
@@ -742,6 +775,7 @@ mod tests {
             d: "127.0.0.1:1003".parse().unwrap(),
             certificate: Some(("/tmp/c.pem".into(), "/tmp/k.pem".into())),
             certificate_sha256: None,
+            tcp_congestion: None,
         }
     }
 
@@ -797,8 +831,10 @@ mod tests {
         let (cert, key) = (dir.join("c.pem"), dir.join("k.pem"));
         std::fs::write(&cert, certified.cert.pem()).unwrap();
         std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
+        // With the run's congestion control pinned, as every bench run writes them.
         let hops = Hops {
             certificate: Some((cert, key)),
+            tcp_congestion: Some("reno".into()),
             ..hops()
         };
         for combo in ALL.iter().filter(|c| imp.supports(c)) {
@@ -813,6 +849,47 @@ mod tests {
             }
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn skiffs_every_inbound_and_outbound_is_told_the_runs_congestion_control() {
+        let skiff = skiff(PathBuf::from("/bin/true"));
+        let v2ray = Implementation {
+            name: "v2ray",
+            flavor: Flavor::V2ray,
+            ..skiff.clone()
+        };
+        let hops = Hops {
+            tcp_congestion: Some("cubic".into()),
+            ..hops()
+        };
+        let vless_tls = ALL.iter().find(|c| c.name == "vless-tls").unwrap();
+        for role in [Role::Client, Role::Server] {
+            let config: Value =
+                serde_json::from_str(&skiff.config(vless_tls, role, &hops).unwrap()).unwrap();
+            let mut seen = 0;
+            for list in ["inbounds", "outbounds"] {
+                for entry in config[list].as_array().unwrap() {
+                    let cc = &entry["streamSettings"]["sockopt"]["tcpcongestion"];
+                    assert_eq!(cc, "cubic", "{list} of {role:?}: {entry}");
+                    seen += 1;
+                }
+            }
+            assert_eq!(seen, 2, "{config}");
+            // The TLS settings beside it are kept.
+            let proxy = if role == Role::Client {
+                &config["outbounds"][0]
+            } else {
+                &config["inbounds"][0]
+            };
+            assert_eq!(proxy["streamSettings"]["security"], "tls");
+            // Peers take the namespace's default: nothing is written into theirs.
+            let peer = v2ray.config(vless_tls, role, &hops).unwrap();
+            assert!(!peer.contains("tcpcongestion"), "{peer}");
+        }
+        // No algorithm chosen: nothing pinned.
+        let plain = skiff.config(vless_tls, Role::Client, &super::tests::hops());
+        assert!(!plain.unwrap().contains("tcpcongestion"));
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod args;
 pub mod bench;
 pub mod cgroup;
 pub mod combos;
+pub mod fair_cc;
 pub mod impls;
 pub mod iperf;
 pub mod link;
@@ -17,6 +18,8 @@ pub mod runner;
 pub mod stats;
 pub mod tls;
 pub mod traffic;
+pub mod turns;
+pub mod verdict;
 
 pub use args::BenchArgs;
 pub use bench::main;

@@ -109,6 +109,7 @@ pub(crate) fn run() -> BenchRun {
             payload: "raw".into(),
             link: None,
             cpu_limit: None,
+            tcp_congestion: Some("cubic".into()),
         },
         rows: vec![
             // The peers first in vless-tcp: the reports must still put Skiff beside them in a

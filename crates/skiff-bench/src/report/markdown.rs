@@ -46,6 +46,12 @@ fn options(md: &mut String, run: &BenchRun) {
         "CPU limit",
         o.cpu_limit.clone().unwrap_or_else(|| "none".into()),
     );
+    item(
+        "TCP congestion control (every hop, every implementation)",
+        o.tcp_congestion
+            .clone()
+            .unwrap_or_else(|| "not recorded".into()),
+    );
     md.push('\n');
 }
 
