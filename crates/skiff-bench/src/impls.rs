@@ -184,9 +184,9 @@ pub struct Hops {
 }
 
 /// The id every bench row uses between B and C.
-const BENCH_UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
+pub(crate) const BENCH_UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
 /// The password every Trojan row uses between B and C.
-const BENCH_PASSWORD: &str = "skiff bench";
+pub(crate) const BENCH_PASSWORD: &str = "skiff bench";
 /// TLS 1.3 suites for trojan-gfw (OpenSSL), AES-128-GCM first: OpenSSL would otherwise pick
 /// AES-256-GCM, while rustls and Go pick AES-128-GCM, and the rows would not compare alike.
 const OPENSSL_TLS13: &str =
@@ -418,7 +418,7 @@ fn trojan_gfw(role: Role, hops: &Hops) -> Option<Value> {
 
 /// The password every Shadowsocks bench row uses: a 16-byte base64 key for 2022 (which takes
 /// keys, not passwords), a plain password otherwise.
-fn ss_password(method: &str) -> &'static str {
+pub(crate) fn ss_password(method: &str) -> &'static str {
     if method.starts_with("2022-") {
         "c2tpZmYgYmVuY2gga2V5IQ=="
     } else {
@@ -565,6 +565,9 @@ pub enum Role {
 
 impl Implementation {
     pub fn supports(&self, combo: &Combination) -> bool {
+        if self.flavor == Flavor::SingBox {
+            return crate::singbox::supports(combo.kind);
+        }
         match combo.kind {
             Kind::Raw => false,
             Kind::Tunnel | Kind::Vless { .. } | Kind::Trojan { ws: true } | Kind::Vmess { .. } => {
@@ -573,7 +576,7 @@ impl Implementation {
             Kind::Kcp { .. } => matches!(self.flavor, Flavor::Skiff | Flavor::Kcptun),
             // v2ray 4.34 is the mKCP peer Skiff is interop-tested with (tests/interop_mkcp.rs).
             Kind::Mkcp => matches!(self.flavor, Flavor::Skiff | Flavor::V2ray),
-            // v2ray 4.34 has no flows; sing-box speaks Vision in its own config format.
+            // v2ray 4.34 has no flows.
             Kind::VlessVision => matches!(self.flavor, Flavor::Skiff | Flavor::Xray),
             Kind::Trojan { ws: false } => matches!(
                 self.flavor,
@@ -606,6 +609,7 @@ impl Implementation {
     /// The config file text for `role` in `combo`, if this implementation takes one.
     pub fn config(&self, combo: &Combination, role: Role, hops: &Hops) -> Option<String> {
         let value = match (combo.kind, self.flavor) {
+            (kind, Flavor::SingBox) => crate::singbox::config(kind, role, hops)?,
             (Kind::Tunnel, Flavor::Skiff | Flavor::Xray | Flavor::V2ray) => {
                 let (listen, to) = match role {
                     Role::Client => (hops.b_listen, hops.c_listen),

@@ -15,6 +15,7 @@ pub mod plan;
 pub mod process;
 pub mod report;
 pub mod runner;
+pub mod singbox;
 pub mod stats;
 pub mod tls;
 pub mod traffic;
