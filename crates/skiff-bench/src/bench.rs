@@ -360,7 +360,7 @@ mod tests {
     #[test]
     fn list_shows_udp_rows_marked_as_needing_a_link() {
         let plain = list_for(&[]);
-        for udp in ["kcp", "kcp-fast3", "mkcp"] {
+        for udp in ["kcp", "kcp-w2048", "kcp-fast3", "mkcp"] {
             assert!(line(&plain, udp).ends_with("(needs --link)"), "{plain}");
         }
         assert!(line(&plain, "kcp").contains("[skiff, kcptun]"));

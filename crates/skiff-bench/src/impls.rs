@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::combos::{Combination, Kind};
+use crate::combos::{Combination, KcpWindows, Kind};
 use crate::process::which;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -481,8 +481,9 @@ fn ss_libev(role: Role, hops: &Hops, method: &str) -> Value {
 const KCP_KEY: &str = "skiff bench kcp";
 
 /// Skiff as a kcptun client (B: dokodemo-door → kcptun out) or server (C: kcptun in →
-/// freedom to D), with kcptun's defaults but `mode`.
-fn skiff_kcptun(role: Role, hops: &Hops, mode: &str) -> Value {
+/// freedom to D), with kcptun's defaults but `mode` and `windows`.
+fn skiff_kcptun(role: Role, hops: &Hops, mode: &str, windows: KcpWindows) -> Value {
+    let (sndwnd, rcvwnd) = windows.of(role == Role::Client);
     match role {
         Role::Client => json!({
             "log": { "loglevel": "warning", "access": "none" },
@@ -494,7 +495,9 @@ fn skiff_kcptun(role: Role, hops: &Hops, mode: &str) -> Value {
                     "address": hops.c_listen.ip().to_string(),
                     "port": hops.c_listen.port(),
                     "key": KCP_KEY,
-                    "mode": mode
+                    "mode": mode,
+                    "sndwnd": sndwnd,
+                    "rcvwnd": rcvwnd
                 }
             }]
         }),
@@ -505,7 +508,10 @@ fn skiff_kcptun(role: Role, hops: &Hops, mode: &str) -> Value {
                 "listen": hops.c_listen.ip().to_string(),
                 "port": hops.c_listen.port(),
                 "protocol": "kcptun",
-                "settings": { "target": hops.d.to_string(), "key": KCP_KEY, "mode": mode }
+                "settings": {
+                    "target": hops.d.to_string(), "key": KCP_KEY, "mode": mode,
+                    "sndwnd": sndwnd, "rcvwnd": rcvwnd
+                }
             }],
             "outbounds": [freedom()]
         }),
@@ -513,13 +519,16 @@ fn skiff_kcptun(role: Role, hops: &Hops, mode: &str) -> Value {
 }
 
 /// kcptun's own JSON (`-c`): the same keys as its flags.
-fn kcptun(role: Role, hops: &Hops, mode: &str) -> Value {
+fn kcptun(role: Role, hops: &Hops, mode: &str, windows: KcpWindows) -> Value {
+    let (sndwnd, rcvwnd) = windows.of(role == Role::Client);
     match role {
         Role::Client => json!({
             "localaddr": hops.b_listen.to_string(),
             "remoteaddr": hops.c_listen.to_string(),
             "key": KCP_KEY,
             "mode": mode,
+            "sndwnd": sndwnd,
+            "rcvwnd": rcvwnd,
             "quiet": true
         }),
         Role::Server => json!({
@@ -527,6 +536,8 @@ fn kcptun(role: Role, hops: &Hops, mode: &str) -> Value {
             "target": hops.d.to_string(),
             "key": KCP_KEY,
             "mode": mode,
+            "sndwnd": sndwnd,
+            "rcvwnd": rcvwnd,
             "quiet": true
         }),
     }
@@ -626,8 +637,8 @@ impl Implementation {
                     Role::Server => xray_vless_server(hops.c_listen, stream, ""),
                 }
             }
-            (Kind::Kcp { mode }, Flavor::Skiff) => skiff_kcptun(role, hops, mode),
-            (Kind::Kcp { mode }, Flavor::Kcptun) => kcptun(role, hops, mode),
+            (Kind::Kcp { mode, windows }, Flavor::Skiff) => skiff_kcptun(role, hops, mode, windows),
+            (Kind::Kcp { mode, windows }, Flavor::Kcptun) => kcptun(role, hops, mode, windows),
             (Kind::Mkcp, Flavor::Skiff | Flavor::V2ray) => match role {
                 Role::Client => {
                     xray_vless_client(hops.b_listen, hops.d, hops.c_listen, mkcp_stream(), "")
@@ -1032,6 +1043,37 @@ mod tests {
             server["inbounds"][0]["streamSettings"],
             out["streamSettings"]
         );
+    }
+
+    #[test]
+    fn kcp_rows_give_both_implementations_the_same_windows() {
+        let skiff = skiff(PathBuf::from("/bin/true"));
+        let kcptun = Implementation {
+            name: "kcptun",
+            flavor: Flavor::Kcptun,
+            ..skiff.clone()
+        };
+        let windows = |imp: &Implementation, name: &str, role: Role| {
+            let combo = ALL.iter().find(|c| c.name == name).unwrap();
+            let v: Value =
+                serde_json::from_str(&imp.config(combo, role, &hops()).unwrap()).unwrap();
+            let settings = match (imp.flavor, role) {
+                (Flavor::Kcptun, _) => v,
+                (_, Role::Client) => v["outbounds"][0]["settings"].clone(),
+                (_, Role::Server) => v["inbounds"][0]["settings"].clone(),
+            };
+            (
+                settings["sndwnd"].as_u64().unwrap(),
+                settings["rcvwnd"].as_u64().unwrap(),
+            )
+        };
+        for imp in [&skiff, &kcptun] {
+            assert_eq!(windows(imp, "kcp", Role::Client), (128, 512));
+            assert_eq!(windows(imp, "kcp", Role::Server), (1024, 1024));
+            assert_eq!(windows(imp, "kcp-fast3", Role::Client), (128, 512));
+            assert_eq!(windows(imp, "kcp-w2048", Role::Client), (2048, 2048));
+            assert_eq!(windows(imp, "kcp-w2048", Role::Server), (2048, 2048));
+        }
     }
 
     #[test]

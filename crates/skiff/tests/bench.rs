@@ -91,7 +91,7 @@ fn list_shows_the_udp_rows_marked_as_needing_a_link() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&result.stdout);
     assert!(result.status.success(), "{stdout}");
-    for udp in ["kcp", "kcp-fast3", "mkcp"] {
+    for udp in ["kcp", "kcp-w2048", "kcp-fast3", "mkcp"] {
         let line = stdout
             .lines()
             .find(|l| l.trim_start().starts_with(&format!("{udp} ")))
