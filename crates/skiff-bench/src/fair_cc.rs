@@ -45,6 +45,18 @@ pub fn choose(flag: Option<&str>, link_cc: Option<&str>, host: &str) -> Result<S
     }
 }
 
+/// Errors unless this process may make the lab: it needs root. Tests call it to skip.
+pub fn check_support() -> io::Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "needs root (network namespaces)",
+        ));
+    }
+    Ok(())
+}
+
 /// The namespace a loopback run uses when its algorithm is not the host's default; deleted on
 /// drop.
 pub struct Lab {
@@ -54,17 +66,16 @@ pub struct Lab {
 impl Lab {
     /// Creates the lab namespace with `name` as its default congestion control (root).
     pub fn up(name: &str) -> io::Result<Lab> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::PermissionDenied,
+        check_support().map_err(|e| {
+            io::Error::new(
+                e.kind(),
                 format!(
                     "--cc {name} differs from the host's default, so the bench runs in a network \
-                     namespace set to it, which needs root (or run without --cc to use the \
-                     host's default)"
+                     namespace set to it, which {e} (or run without --cc to use the host's \
+                     default)"
                 ),
-            ));
-        }
+            )
+        })?;
         cc::ensure_available(name)?;
         let namespaces = Namespaces::create_lab()?;
         cc::set_in(&[namespaces.b()], name)?;
