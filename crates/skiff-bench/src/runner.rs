@@ -138,6 +138,10 @@ pub fn run_rows(
         chains.push(started.map_err(|e| row.error = Some(e.to_string())).ok());
     }
     for (repeat, i) in crate::turns::turns(imps.len(), opts.repeats) {
+        // Ctrl-C: stop at the next turn; the caller unwinds and removes the namespaces.
+        if crate::netlab::interrupted() {
+            break;
+        }
         let Some(chain) = &chains[i] else { continue };
         progress(&format!(
             "run {repeat}/{} · {}",
