@@ -133,6 +133,7 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
             &plan.combos,
             &opts,
             &workdir.0,
+            place.tcp_congestion.clone(),
         ));
     }
     bar.finish_and_clear();
