@@ -65,6 +65,14 @@ pub fn sample_mbps(s: &Sample) -> f64 {
     }
 }
 
+/// B's and C's CPU-seconds per GiB in one repeat.
+pub fn sample_cpu_per_gib(s: &Sample) -> (f64, f64) {
+    (
+        cpu_per_gib(s.client_cpu_s, s.bytes),
+        cpu_per_gib(s.server_cpu_s, s.bytes),
+    )
+}
+
 /// CPU-seconds per GiB; NaN (left out by `stat`) when nothing was moved.
 fn cpu_per_gib(cpu_s: f64, bytes: u64) -> f64 {
     if bytes == 0 {

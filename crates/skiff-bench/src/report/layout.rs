@@ -29,10 +29,14 @@ pub(crate) struct Group<'a> {
     pub skiff_vs_peer: Option<PeerComparison<'a>>,
 }
 
-/// Skiff compared with one peer on Mbit/s.
+/// Skiff compared with one peer on Mbit/s, and on CPU per GiB on B and on C.
 pub(crate) struct PeerComparison<'a> {
     pub peer: &'a str,
     pub comparison: Comparison,
+    /// B's and C's CPU-s/GiB: `ratio` is Skiff's over the peer's (below 1: Skiff is cheaper),
+    /// and `outcome` is from the cheaper side's view, ClearlyAhead when Skiff is clearly
+    /// cheaper.
+    pub cpu: [Comparison; 2],
 }
 
 impl PeerComparison<'_> {
@@ -44,6 +48,20 @@ impl PeerComparison<'_> {
             self.peer,
             self.comparison.outcome.label()
         )
+    }
+
+    /// e.g. "B 0.62× clearly less, C 0.95× within noise": Skiff's CPU per GiB against the
+    /// same peer's.
+    pub(crate) fn describe_cpu(&self, times: &str) -> String {
+        let side = |name: &str, c: &Comparison| {
+            let word = match c.outcome {
+                Outcome::ClearlyAhead => "clearly less",
+                Outcome::ClearlyBehind => "clearly more",
+                other => other.label(),
+            };
+            format!("{name} {:.2}{times} {word}", c.ratio)
+        };
+        format!("{}, {}", side("B", &self.cpu[0]), side("C", &self.cpu[1]))
     }
 }
 
@@ -165,9 +183,30 @@ fn skiff_vs_best_peer<'a>(rows: &[&'a Row]) -> Option<PeerComparison<'a>> {
         .iter()
         .filter(|r| r.implementation != SKIFF && contender(r))
         .max_by(|a, b| a.summary.mbps.median.total_cmp(&b.summary.mbps.median))?;
+    let cpu = |row: &Row, side: usize| -> Vec<f64> {
+        row.samples
+            .iter()
+            .map(|s| {
+                let (b, c) = crate::stats::sample_cpu_per_gib(s);
+                if side == 0 { b } else { c }
+            })
+            .collect()
+    };
+    let cpu_side = |side: usize| {
+        let (ours, theirs) = (cpu(skiff, side), cpu(peer, side));
+        // Lower is better: compare the peer against Skiff, then state the ratio Skiff/peer.
+        let mut c = verdict::compare(&theirs, &ours);
+        c.ratio = if c.ratio > 0.0 {
+            1.0 / c.ratio
+        } else {
+            f64::NAN
+        };
+        c
+    };
     Some(PeerComparison {
         peer: &peer.implementation,
         comparison: verdict::compare(&mbps(skiff), &mbps(peer)),
+        cpu: [cpu_side(0), cpu_side(1)],
     })
 }
 
@@ -258,6 +297,13 @@ mod tests {
                 Some(("ss-libev", Outcome::TooFewRuns)),
                 Some(("v2ray", Outcome::TooFewRuns)),
             ]
+        );
+        // Skiff's CPU per GiB against Xray's: 0.80 / 1.60 on B, 0.90 / 1.75 on C, all five runs
+        // lower.
+        let v = l.groups[1].skiff_vs_peer.as_ref().unwrap();
+        assert_eq!(
+            v.describe_cpu("×"),
+            "B 0.50× clearly less, C 0.51× clearly less"
         );
         // One slow Skiff run inside Xray's range: within noise, and no star.
         let mut noisy = fixture::run();

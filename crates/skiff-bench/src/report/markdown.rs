@@ -120,7 +120,7 @@ fn results(md: &mut String, run: &BenchRun) {
         "peak RSS MiB C",
     ];
     if verdict {
-        header.push("Skiff vs best peer");
+        header.extend(["Skiff vs best peer", "Skiff's CPU/GiB vs that peer"]);
     }
     if idle {
         header.extend(["idle KiB/conn B", "idle KiB/conn C"]);
@@ -137,7 +137,11 @@ fn results(md: &mut String, run: &BenchRun) {
         .map(|h| {
             if matches!(
                 *h,
-                "combination" | "implementation" | "error" | "Skiff vs best peer"
+                "combination"
+                    | "implementation"
+                    | "error"
+                    | "Skiff vs best peer"
+                    | "Skiff's CPU/GiB vs that peer"
             ) {
                 "---"
             } else {
@@ -158,6 +162,7 @@ fn results(md: &mut String, run: &BenchRun) {
                     .as_ref()
                     .filter(|_| row.implementation == layout::SKIFF);
                 cells.push(v.map_or(String::new(), |v| esc(&v.describe("×"))));
+                cells.push(v.map_or(String::new(), |v| esc(&v.describe_cpu("×"))));
             }
             if idle {
                 let m = row.summary.idle_kib_per_conn.filter(|_| ran(row));
@@ -275,7 +280,11 @@ mod tests {
         assert!(skiff.contains("| 0.800 (0.780–0.850) |"), "{skiff}");
         // RSS the same every repeat: just the number.
         assert!(skiff.contains("| 10.0 | 20.0 |"), "{skiff}");
-        assert!(skiff.contains("| 1.31× xray, clear win |"), "{skiff}");
+        assert!(
+            skiff
+                .contains("| 1.31× xray, clear win | B 0.50× clearly less, C 0.51× clearly less |"),
+            "{skiff}"
+        );
         // Best median without a clear win: not bold.
         let libev = table_line(&md, "| ss-aes-128-gcm | ss-libev |");
         assert!(libev.contains("| 6550 (6500–6600) |"), "{libev}");
