@@ -12,10 +12,13 @@
 //!
 //! Where the hops run: when the algorithm is the host's default, on the host's loopback as
 //! before (nothing to change, no root needed). Otherwise in a network namespace made for the
-//! run (the lab) whose default is set to it. The host's own setting is never written, so other
-//! work on the machine keeps its algorithm, and an interrupted run leaves nothing changed: the
-//! namespace goes with the run (a Ctrl-C unwinds, see [`crate::link::netns`]) or with the
-//! next run's sweep after a crash. With `--link`, the link's two namespaces are set to it.
+//! run (the lab) whose default is set to it. The host's default is never written, so other
+//! work on the machine keeps its algorithm (only the host's list of algorithms allowed to
+//! unprivileged sockets is widened for the instant of setting the namespace's default, when it
+//! lacks the one chosen, and put back at once: see [`crate::link::cc`]), and an interrupted run
+//! leaves nothing changed: the namespace goes with the run (a Ctrl-C unwinds, see
+//! [`crate::link::netns`]) or with the next run's sweep after a crash. With `--link`, the
+//! link's two namespaces are set to it.
 
 use std::io;
 
