@@ -408,3 +408,52 @@ fn cc_is_named_in_every_report() {
     assert!(!result.status.success());
     assert!(stderr.contains("`no_such_cc` is not available"), "{stderr}");
 }
+
+#[test]
+fn sing_box_runs_every_combination_it_speaks_beside_skiff() {
+    let Some(sing_box) = common::shared_peer("sing-box", "SING_BOX_BIN") else {
+        return;
+    };
+    let out = std::env::temp_dir().join(format!("skiff-bench-singbox-{}", std::process::id()));
+    let result = skiff()
+        .args([
+            "bench",
+            "-n",
+            "2M",
+            "-r",
+            "2",
+            "-f",
+            "tunnel,vless,vmess,trojan,ss-",
+        ])
+        .arg("--peers")
+        .arg(format!("sing-box={}", sing_box.display()))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert!(
+        result.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let rows = json["rows"].as_array().unwrap();
+    let sing_box_rows: Vec<&serde_json::Value> = rows
+        .iter()
+        .filter(|r| r["implementation"] == "sing-box")
+        .collect();
+    // Every TCP combination but raw: tunnel, 5 VLESS, 3 VMess, 2 Trojan, 3 Shadowsocks.
+    assert_eq!(sing_box_rows.len(), 14, "{json}");
+    for row in rows {
+        assert!(row["error"].is_null(), "{row}");
+        let samples = row["samples"].as_array().unwrap();
+        assert_eq!(samples.len(), 2, "{row}");
+        assert!(samples.iter().all(|s| s["bytes"] == 2 << 20), "{row}");
+    }
+    // Each combination has Skiff beside sing-box, and the table says how they compare.
+    assert_eq!(rows.len(), 28, "{json}");
+    assert!(stdout.contains("x sing-box, "), "{stdout}");
+    let _ = std::fs::remove_dir_all(&out);
+}
