@@ -5,7 +5,8 @@
 # Run it on a quiet machine (no builds beside it): noise here is ±15 %, and a busy machine
 # turns clear wins into "within noise". Needs root for --cc other than the host's default.
 #
-#   sudo crates/skiff-bench/scripts/readme-table.sh            # all four runs, ~45 min
+#   sudo crates/skiff-bench/scripts/readme-table.sh    # all four runs (not timed yet: 5 GiB
+#                                                      # per row, ~60 rows in each -P 1 run)
 #   sudo CC=bbr OUT=/tmp/bench crates/skiff-bench/scripts/readme-table.sh
 #
 # Each run writes results.json / results.md / chart.svg into $OUT/<run>; the README table is
