@@ -9,8 +9,8 @@
 #                                                      # per row, ~60 rows in each -P 1 run)
 #   sudo CC=bbr OUT=/tmp/bench crates/skiff-bench/scripts/readme-table.sh
 #
-# Each run writes results.json / results.md / chart.svg into $OUT/<run>; the README table is
-# copied from the four results.md files by hand (the -P 1 upload run is docs/bench's chart).
+# Each run writes results.json / results.md / chart.svg into $OUT/<run>; the README tables are
+# copied from the results.md files by hand (the -P 1 upload run is docs/bench's chart).
 set -eu
 cd "$(dirname "$0")/../../.."   # the repository root: cargo, docs/bench
 
@@ -28,12 +28,14 @@ SKIFF=./target/release/skiff
 run() {
     name=$1
     shift
-    echo "== $name: $SKIFF bench --cc $CC -n $SIZE -r $REPEATS --peers $PEERS $*"
-    "$SKIFF" bench --cc "$CC" -n "$SIZE" -r "$REPEATS" --peers "$PEERS" --out "$OUT/$name" "$@" \
+    echo "== $name: $SKIFF bench --cc $CC -r $REPEATS --peers $PEERS $*"
+    "$SKIFF" bench --cc "$CC" -r "$REPEATS" --peers "$PEERS" --out "$OUT/$name" "$@" \
         || [ $? -eq 2 ]   # 2: some row failed; its reason is in the table, keep going
 }
-run upload-p1
-run upload-p10 -P 10 -f "$PARALLEL_ROWS"
-run download-p1 -d download
-run download-p10 -d download -P 10 -f "$PARALLEL_ROWS"
-echo "done: $OUT/{upload,download}-{p1,p10}/results.md"
+run upload-p1 -n "$SIZE"
+run upload-p10 -n "$SIZE" -P 10 -f "$PARALLEL_ROWS"
+run download-p1 -n "$SIZE" -d download
+run download-p10 -n "$SIZE" -d download -P 10 -f "$PARALLEL_ROWS"
+# The KCP table: across the emulated lossy link, 20 s per run (a size would take too long).
+run kcp-link -f tunnel,kcp,kcp-w2048,kcp-fast3,mkcp --link delay=100ms,loss=9% -d download -t 20s
+echo "done: $OUT/{upload,download}-{p1,p10}/results.md and $OUT/kcp-link/results.md"
