@@ -12,13 +12,21 @@ pub struct BenchArgs {
     /// instead).
     #[arg(short = 'n', long, value_name = "SIZE")]
     pub size: Option<String>,
+    /// The TCP congestion control every hop (A, B, C, D) of every implementation uses, e.g.
+    /// cubic, reno, bbr (default: the host's, /proc/sys/net/ipv4/tcp_congestion_control).
+    /// Another than the host's runs the lab in a network namespace set to it (root); Skiff is
+    /// told it too, so its own Reno-on-loopback rule does not decide the comparison.
+    #[arg(long, value_name = "ALGO")]
+    pub cc: Option<String>,
     /// Run for a duration instead of a size, e.g. 30s.
     #[arg(short = 't', long, value_name = "DURATION", conflicts_with = "size")]
     pub time: Option<String>,
     /// Parallel connections per run.
     #[arg(short = 'P', long, default_value_t = 1, value_name = "N")]
     pub parallel: u32,
-    /// Repeats per row; the table shows min / median / max (default 3; with --quick, 1).
+    /// Repeats per row, taken in turns across the row's implementations (A B A B …); the table
+    /// shows median and min–max, and calls a comparison clear only when the ranges do not
+    /// overlap (default 5; with --quick, 1).
     #[arg(short = 'r', long, value_name = "N")]
     pub repeats: Option<u32>,
     /// A first look in under a minute: one 256 MiB run of each seed row (raw, tunnel,
@@ -77,6 +85,11 @@ pub struct BenchArgs {
 /// Bytes per run with `--quick`. B's and C's CPU time comes in 10 ms ticks, so 256 MiB
 /// resolves CPU-s/GiB to 0.04 (64 MiB only to 0.16, and a fast row often read 0).
 pub const QUICK_BYTES: u64 = 256 << 20;
+
+/// Repeats per row by default: with five runs each, two implementations whose figures come
+/// from one distribution have non-overlapping ranges by chance only 2 times in 252 (see
+/// [`crate::verdict`]), so a clear win means something; noise here is ±15 %.
+pub const DEFAULT_REPEATS: u32 = 5;
 
 /// Parses sizes such as 512K, 256M, 1G, 1.5G, 1000000 (binary multiples).
 pub fn parse_size(text: &str) -> Result<u64, String> {
@@ -141,12 +154,12 @@ impl BenchArgs {
         }
     }
 
-    /// Repeats per row: `-r`, else 1 with `--quick`, else 3.
+    /// Repeats per row: `-r`, else 1 with `--quick`, else [`DEFAULT_REPEATS`].
     pub fn repeats(&self) -> u32 {
         match self.repeats {
             Some(n) => n,
             None if self.quick => 1,
-            None => 3,
+            None => DEFAULT_REPEATS,
         }
     }
 

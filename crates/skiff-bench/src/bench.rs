@@ -11,7 +11,7 @@ use crate::args::BenchArgs;
 use crate::combos::{Combination, Kind};
 use crate::impls::{self, Implementation};
 use crate::model::{BenchRun, BinaryInfo, Machine, Row, RunOptions};
-use crate::plan::{self, Job, Plan};
+use crate::plan::{self, Plan};
 use crate::report;
 use crate::runner::{self, Place, RowOptions, WorkDir};
 use crate::traffic::Amount;
@@ -74,43 +74,66 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
         tls,
     };
 
-    let link = match &args.link {
-        Some(spec) => Some(crate::netlab::setup(spec)?),
+    // One congestion control for every hop of every implementation (see crate::fair_cc).
+    let link_spec = args.link.as_deref().map(crate::netlab::parse).transpose()?;
+    let host_cc = crate::fair_cc::host_default().map_err(|e| format!("--cc: {e}"))?;
+    let cc = crate::fair_cc::choose(
+        args.cc.as_deref(),
+        link_spec.as_ref().and_then(|s| s.cc.as_deref()),
+        &host_cc,
+    )?;
+    let link = match link_spec {
+        Some(spec) => Some(crate::netlab::setup(spec, &cc)?),
         None => None,
     };
-    let place = link
-        .as_ref()
-        .map_or_else(Place::loopback, crate::netlab::place);
+    // Loopback runs stay on the host unless the algorithm differs from the host's default.
+    let lab = match (&link, cc == host_cc) {
+        (None, false) => Some(crate::fair_cc::Lab::up(&cc).map_err(|e| format!("--cc: {e}"))?),
+        _ => None,
+    };
+    let mut place = match (&link, &lab) {
+        (Some(link), _) => crate::netlab::place(link),
+        (None, Some(lab)) => Place::lab(lab.ns()),
+        (None, None) => Place::loopback(),
+    };
+    place.tcp_congestion = Some(cc.clone());
     let link_text = link.as_ref().map(crate::link::Link::describe);
     let workdir = WorkDir::new().map_err(|e| format!("cannot create a scratch directory: {e}"))?;
 
     let jobs = &plan.jobs;
     let bar = progress_bar(jobs.len() as u64);
     let mut rows = Vec::new();
-    for Job { combo, imp } in jobs {
-        let label = format!("{} · {}", combo.name, imp.map_or("direct", |i| i.name));
+    // A combination's rows run together, their repeats in turns (runner::run_rows).
+    for group in jobs.chunk_by(|a, b| a.combo.name == b.combo.name) {
+        let combo = &group[0].combo;
+        let imps: Vec<Option<&Implementation>> = group.iter().map(|j| j.imp).collect();
+        let label = combo.name.to_string();
         bar.set_message(label.clone());
-        let row = runner::run_row(combo, *imp, &opts, &place, &workdir.0, &|step| {
+        let group_rows = runner::run_rows(combo, &imps, &opts, &place, &workdir.0, &|step| {
             bar.set_message(format!("{label} · {step}"));
         });
-        if let Some(e) = &row.error {
-            bar.println(format!("{label}: failed: {e}"));
+        for row in group_rows {
+            if let Some(e) = &row.error {
+                bar.println(format!("{label} · {}: failed: {e}", row.implementation));
+            }
+            rows.push(row);
+            bar.inc(1);
         }
-        rows.push(row);
-        bar.inc(1);
         if crate::netlab::interrupted() {
             bar.abandon_with_message("interrupted");
             return Err("interrupted; namespaces and processes were cleaned up".into());
         }
     }
     // iperf3 has no TLS payload, so its figures only compare with raw-payload rows.
-    if args.iperf3 && link.is_none() && opts.tls.is_none() {
+    // It runs on the host's loopback, so only where the rows did too.
+    if args.iperf3 && link.is_none() && lab.is_none() && opts.tls.is_none() {
         bar.set_message("iperf3 cross-check");
         rows.extend(crate::iperf::cross_check(
             &skiff,
             &plan.combos,
             &opts,
             &workdir.0,
+            place.tcp_congestion.clone(),
         ));
     }
     bar.finish_and_clear();
@@ -157,11 +180,17 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
                 .cpu_limit
                 .as_ref()
                 .map(|l| format!("{l} on {}", args.cap.to_ascii_lowercase())),
+            tcp_congestion: Some(if lab.is_some() || args.cc.is_some() {
+                cc.clone()
+            } else {
+                format!("{cc} (the host's default)")
+            }),
         },
         rows,
         skipped: plan.skipped.clone(),
     };
     drop(link);
+    drop(lab);
     println!("{}", report::terminal_table(&run));
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir)
@@ -332,7 +361,7 @@ mod tests {
     #[test]
     fn list_shows_udp_rows_marked_as_needing_a_link() {
         let plain = list_for(&[]);
-        for udp in ["kcp", "kcp-fast3", "mkcp"] {
+        for udp in ["kcp", "kcp-w2048", "kcp-fast3", "mkcp"] {
             assert!(line(&plain, udp).ends_with("(needs --link)"), "{plain}");
         }
         assert!(line(&plain, "kcp").contains("[skiff, kcptun]"));

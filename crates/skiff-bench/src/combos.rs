@@ -21,9 +21,13 @@ pub enum Kind {
     Shadowsocks { method: &'static str },
     /// B: a kcptun client (Skiff's dokodemo-door → kcptun outbound, or kcptun-client); C: a
     /// kcptun server (Skiff's kcptun inbound → freedom, or kcptun-server) over UDP, both with
-    /// kcptun's settings for `mode` (kcptun's defaults otherwise: aes, FEC 10/3, snappy).
-    /// Made for `--link`, where it meets a lossy path.
-    Kcp { mode: &'static str },
+    /// kcptun's settings for `mode` and the same `windows` on both implementations (kcptun's
+    /// defaults otherwise: aes, FEC 10/3, snappy). Made for `--link`, where it meets a lossy
+    /// path.
+    Kcp {
+        mode: &'static str,
+        windows: KcpWindows,
+    },
     /// B: dokodemo-door → VLESS out over V2Ray's mKCP (`network: "kcp"`); C: VLESS in over
     /// mKCP → freedom. Both at v2ray 4.34's default kcpSettings, header none, no seed. UDP,
     /// made for `--link` like [`Kind::Kcp`]. The defaults bound it, whoever runs it: no more
@@ -37,6 +41,27 @@ pub enum Kind {
         tls: bool,
         ws: bool,
     },
+}
+
+/// The KCP send and receive windows (in segments) a kcptun row gives both implementations,
+/// written into both configs so that a row compares protocol work, not window defaults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KcpWindows {
+    /// kcptun's defaults: the client sends 128 and receives 512, the server 1024 and 1024.
+    KcptunDefaults,
+    /// Skiff's defaults: 2048 both ways on both sides (kcptun's `--sndwnd 2048 --rcvwnd 2048`).
+    Skiff2048,
+}
+
+impl KcpWindows {
+    /// `(sndwnd, rcvwnd)` for the client (B) or the server (C).
+    pub fn of(self, client: bool) -> (u16, u16) {
+        match (self, client) {
+            (KcpWindows::KcptunDefaults, true) => (128, 512),
+            (KcpWindows::KcptunDefaults, false) => (1024, 1024),
+            (KcpWindows::Skiff2048, _) => (2048, 2048),
+        }
+    }
 }
 
 /// The VMess `security` a combination asks for (both ends of every implementation speak
@@ -164,13 +189,30 @@ pub const ALL: &[Combination] = &[
     },
     Combination {
         name: "kcp",
-        about: "kcptun's wire format at kcptun's defaults (mode fast), over UDP",
-        kind: Kind::Kcp { mode: "fast" },
+        about: "kcptun's wire format at kcptun's defaults (mode fast; windows 128/512 on B, \
+                1024/1024 on C, on Skiff too), over UDP",
+        kind: Kind::Kcp {
+            mode: "fast",
+            windows: KcpWindows::KcptunDefaults,
+        },
+    },
+    Combination {
+        name: "kcp-w2048",
+        about: "kcptun's wire format in mode fast at Skiff's windows (sndwnd/rcvwnd 2048 on \
+                both sides, kcptun too), over UDP",
+        kind: Kind::Kcp {
+            mode: "fast",
+            windows: KcpWindows::Skiff2048,
+        },
     },
     Combination {
         name: "kcp-fast3",
-        about: "kcptun's wire format in mode fast3 (its most aggressive preset), over UDP",
-        kind: Kind::Kcp { mode: "fast3" },
+        about: "kcptun's wire format in mode fast3 (its most aggressive preset) at kcptun's \
+                default windows, over UDP",
+        kind: Kind::Kcp {
+            mode: "fast3",
+            windows: KcpWindows::KcptunDefaults,
+        },
     },
     Combination {
         name: "mkcp",
@@ -276,7 +318,7 @@ mod tests {
         assert_eq!(names, ["vmess-aes", "vmess-chacha", "vmess-ws-tls"]);
         assert!(select(Some("vmess-ws-tls"))[0].kind.tls());
         assert!(select(Some("nothing-like-this")).is_empty());
-        // `kcp` is a name, so it does not pull in `mkcp`; the UDP rows are these three.
+        // `kcp` is a name, so it does not pull in `mkcp`; the UDP rows are these four.
         let names: Vec<_> = select(Some("kcp")).iter().map(|c| c.name).collect();
         assert_eq!(names, ["kcp"]);
         let udp: Vec<_> = ALL
@@ -284,7 +326,7 @@ mod tests {
             .filter(|c| c.kind.udp())
             .map(|c| c.name)
             .collect();
-        assert_eq!(udp, ["kcp", "kcp-fast3", "mkcp"]);
+        assert_eq!(udp, ["kcp", "kcp-w2048", "kcp-fast3", "mkcp"]);
     }
 
     #[test]

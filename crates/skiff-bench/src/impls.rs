@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::combos::{Combination, Kind};
+use crate::combos::{Combination, KcpWindows, Kind};
 use crate::process::which;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,12 +178,15 @@ pub struct Hops {
     pub certificate: Option<(PathBuf, PathBuf)>,
     /// Hex SHA-256 of C's certificate (DER): Xray 26 pins it, having dropped allowInsecure.
     pub certificate_sha256: Option<String>,
+    /// The run's TCP congestion control (`--cc`), written into Skiff's configs: the peers take
+    /// the namespace's default, and Skiff must too rather than its loopback rule's Reno.
+    pub tcp_congestion: Option<String>,
 }
 
 /// The id every bench row uses between B and C.
-const BENCH_UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
+pub(crate) const BENCH_UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
 /// The password every Trojan row uses between B and C.
-const BENCH_PASSWORD: &str = "skiff bench";
+pub(crate) const BENCH_PASSWORD: &str = "skiff bench";
 /// TLS 1.3 suites for trojan-gfw (OpenSSL), AES-128-GCM first: OpenSSL would otherwise pick
 /// AES-256-GCM, while rustls and Go pick AES-128-GCM, and the rows would not compare alike.
 const OPENSSL_TLS13: &str =
@@ -415,7 +418,7 @@ fn trojan_gfw(role: Role, hops: &Hops) -> Option<Value> {
 
 /// The password every Shadowsocks bench row uses: a 16-byte base64 key for 2022 (which takes
 /// keys, not passwords), a plain password otherwise.
-fn ss_password(method: &str) -> &'static str {
+pub(crate) fn ss_password(method: &str) -> &'static str {
     if method.starts_with("2022-") {
         "c2tpZmYgYmVuY2gga2V5IQ=="
     } else {
@@ -478,8 +481,9 @@ fn ss_libev(role: Role, hops: &Hops, method: &str) -> Value {
 const KCP_KEY: &str = "skiff bench kcp";
 
 /// Skiff as a kcptun client (B: dokodemo-door → kcptun out) or server (C: kcptun in →
-/// freedom to D), with kcptun's defaults but `mode`.
-fn skiff_kcptun(role: Role, hops: &Hops, mode: &str) -> Value {
+/// freedom to D), with kcptun's defaults but `mode` and `windows`.
+fn skiff_kcptun(role: Role, hops: &Hops, mode: &str, windows: KcpWindows) -> Value {
+    let (sndwnd, rcvwnd) = windows.of(role == Role::Client);
     match role {
         Role::Client => json!({
             "log": { "loglevel": "warning", "access": "none" },
@@ -491,7 +495,9 @@ fn skiff_kcptun(role: Role, hops: &Hops, mode: &str) -> Value {
                     "address": hops.c_listen.ip().to_string(),
                     "port": hops.c_listen.port(),
                     "key": KCP_KEY,
-                    "mode": mode
+                    "mode": mode,
+                    "sndwnd": sndwnd,
+                    "rcvwnd": rcvwnd
                 }
             }]
         }),
@@ -502,7 +508,10 @@ fn skiff_kcptun(role: Role, hops: &Hops, mode: &str) -> Value {
                 "listen": hops.c_listen.ip().to_string(),
                 "port": hops.c_listen.port(),
                 "protocol": "kcptun",
-                "settings": { "target": hops.d.to_string(), "key": KCP_KEY, "mode": mode }
+                "settings": {
+                    "target": hops.d.to_string(), "key": KCP_KEY, "mode": mode,
+                    "sndwnd": sndwnd, "rcvwnd": rcvwnd
+                }
             }],
             "outbounds": [freedom()]
         }),
@@ -510,13 +519,16 @@ fn skiff_kcptun(role: Role, hops: &Hops, mode: &str) -> Value {
 }
 
 /// kcptun's own JSON (`-c`): the same keys as its flags.
-fn kcptun(role: Role, hops: &Hops, mode: &str) -> Value {
+fn kcptun(role: Role, hops: &Hops, mode: &str, windows: KcpWindows) -> Value {
+    let (sndwnd, rcvwnd) = windows.of(role == Role::Client);
     match role {
         Role::Client => json!({
             "localaddr": hops.b_listen.to_string(),
             "remoteaddr": hops.c_listen.to_string(),
             "key": KCP_KEY,
             "mode": mode,
+            "sndwnd": sndwnd,
+            "rcvwnd": rcvwnd,
             "quiet": true
         }),
         Role::Server => json!({
@@ -524,6 +536,8 @@ fn kcptun(role: Role, hops: &Hops, mode: &str) -> Value {
             "target": hops.d.to_string(),
             "key": KCP_KEY,
             "mode": mode,
+            "sndwnd": sndwnd,
+            "rcvwnd": rcvwnd,
             "quiet": true
         }),
     }
@@ -562,6 +576,9 @@ pub enum Role {
 
 impl Implementation {
     pub fn supports(&self, combo: &Combination) -> bool {
+        if self.flavor == Flavor::SingBox {
+            return crate::singbox::supports(combo.kind);
+        }
         match combo.kind {
             Kind::Raw => false,
             Kind::Tunnel | Kind::Vless { .. } | Kind::Trojan { ws: true } | Kind::Vmess { .. } => {
@@ -570,7 +587,7 @@ impl Implementation {
             Kind::Kcp { .. } => matches!(self.flavor, Flavor::Skiff | Flavor::Kcptun),
             // v2ray 4.34 is the mKCP peer Skiff is interop-tested with (tests/interop_mkcp.rs).
             Kind::Mkcp => matches!(self.flavor, Flavor::Skiff | Flavor::V2ray),
-            // v2ray 4.34 has no flows; sing-box speaks Vision in its own config format.
+            // v2ray 4.34 has no flows.
             Kind::VlessVision => matches!(self.flavor, Flavor::Skiff | Flavor::Xray),
             Kind::Trojan { ws: false } => matches!(
                 self.flavor,
@@ -603,6 +620,7 @@ impl Implementation {
     /// The config file text for `role` in `combo`, if this implementation takes one.
     pub fn config(&self, combo: &Combination, role: Role, hops: &Hops) -> Option<String> {
         let value = match (combo.kind, self.flavor) {
+            (kind, Flavor::SingBox) => crate::singbox::config(kind, role, hops)?,
             (Kind::Tunnel, Flavor::Skiff | Flavor::Xray | Flavor::V2ray) => {
                 let (listen, to) = match role {
                     Role::Client => (hops.b_listen, hops.c_listen),
@@ -619,8 +637,8 @@ impl Implementation {
                     Role::Server => xray_vless_server(hops.c_listen, stream, ""),
                 }
             }
-            (Kind::Kcp { mode }, Flavor::Skiff) => skiff_kcptun(role, hops, mode),
-            (Kind::Kcp { mode }, Flavor::Kcptun) => kcptun(role, hops, mode),
+            (Kind::Kcp { mode, windows }, Flavor::Skiff) => skiff_kcptun(role, hops, mode, windows),
+            (Kind::Kcp { mode, windows }, Flavor::Kcptun) => kcptun(role, hops, mode, windows),
             (Kind::Mkcp, Flavor::Skiff | Flavor::V2ray) => match role {
                 Role::Client => {
                     xray_vless_client(hops.b_listen, hops.d, hops.c_listen, mkcp_stream(), "")
@@ -670,6 +688,10 @@ impl Implementation {
             }
             _ => return None,
         };
+        let mut value = value;
+        if let (Flavor::Skiff, Some(name)) = (self.flavor, &hops.tcp_congestion) {
+            pin_congestion(&mut value, name);
+        }
         serde_json::to_string_pretty(&value).ok()
     }
 
@@ -697,6 +719,32 @@ impl Implementation {
             }
         }
         cmd
+    }
+}
+
+/// Sets `streamSettings.sockopt.tcpcongestion` on every inbound and outbound of an Xray-format
+/// config, so each TCP connection Skiff accepts or dials uses `name` (see [`crate::fair_cc`]).
+fn pin_congestion(config: &mut Value, name: &str) {
+    for list in ["inbounds", "outbounds"] {
+        let Some(entries) = config.get_mut(list).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for entry in entries {
+            // kcptun brings its own transport over UDP and takes no streamSettings.
+            let Some(entry) = entry
+                .as_object_mut()
+                .filter(|e| e.get("protocol") != Some(&json!("kcptun")))
+            else {
+                continue;
+            };
+            let stream = entry.entry("streamSettings").or_insert_with(|| json!({}));
+            if let Some(stream) = stream.as_object_mut() {
+                let sockopt = stream.entry("sockopt").or_insert_with(|| json!({}));
+                if let Some(sockopt) = sockopt.as_object_mut() {
+                    sockopt.insert("tcpcongestion".into(), json!(name));
+                }
+            }
+        }
     }
 }
 
@@ -742,6 +790,7 @@ mod tests {
             d: "127.0.0.1:1003".parse().unwrap(),
             certificate: Some(("/tmp/c.pem".into(), "/tmp/k.pem".into())),
             certificate_sha256: None,
+            tcp_congestion: None,
         }
     }
 
@@ -797,8 +846,10 @@ mod tests {
         let (cert, key) = (dir.join("c.pem"), dir.join("k.pem"));
         std::fs::write(&cert, certified.cert.pem()).unwrap();
         std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
+        // With the run's congestion control pinned, as every bench run writes them.
         let hops = Hops {
             certificate: Some((cert, key)),
+            tcp_congestion: Some("reno".into()),
             ..hops()
         };
         for combo in ALL.iter().filter(|c| imp.supports(c)) {
@@ -813,6 +864,47 @@ mod tests {
             }
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn skiffs_every_inbound_and_outbound_is_told_the_runs_congestion_control() {
+        let skiff = skiff(PathBuf::from("/bin/true"));
+        let v2ray = Implementation {
+            name: "v2ray",
+            flavor: Flavor::V2ray,
+            ..skiff.clone()
+        };
+        let hops = Hops {
+            tcp_congestion: Some("cubic".into()),
+            ..hops()
+        };
+        let vless_tls = ALL.iter().find(|c| c.name == "vless-tls").unwrap();
+        for role in [Role::Client, Role::Server] {
+            let config: Value =
+                serde_json::from_str(&skiff.config(vless_tls, role, &hops).unwrap()).unwrap();
+            let mut seen = 0;
+            for list in ["inbounds", "outbounds"] {
+                for entry in config[list].as_array().unwrap() {
+                    let cc = &entry["streamSettings"]["sockopt"]["tcpcongestion"];
+                    assert_eq!(cc, "cubic", "{list} of {role:?}: {entry}");
+                    seen += 1;
+                }
+            }
+            assert_eq!(seen, 2, "{config}");
+            // The TLS settings beside it are kept.
+            let proxy = if role == Role::Client {
+                &config["outbounds"][0]
+            } else {
+                &config["inbounds"][0]
+            };
+            assert_eq!(proxy["streamSettings"]["security"], "tls");
+            // Peers take the namespace's default: nothing is written into theirs.
+            let peer = v2ray.config(vless_tls, role, &hops).unwrap();
+            assert!(!peer.contains("tcpcongestion"), "{peer}");
+        }
+        // No algorithm chosen: nothing pinned.
+        let plain = skiff.config(vless_tls, Role::Client, &super::tests::hops());
+        assert!(!plain.unwrap().contains("tcpcongestion"));
     }
 
     #[test]
@@ -951,6 +1043,37 @@ mod tests {
             server["inbounds"][0]["streamSettings"],
             out["streamSettings"]
         );
+    }
+
+    #[test]
+    fn kcp_rows_give_both_implementations_the_same_windows() {
+        let skiff = skiff(PathBuf::from("/bin/true"));
+        let kcptun = Implementation {
+            name: "kcptun",
+            flavor: Flavor::Kcptun,
+            ..skiff.clone()
+        };
+        let windows = |imp: &Implementation, name: &str, role: Role| {
+            let combo = ALL.iter().find(|c| c.name == name).unwrap();
+            let v: Value =
+                serde_json::from_str(&imp.config(combo, role, &hops()).unwrap()).unwrap();
+            let settings = match (imp.flavor, role) {
+                (Flavor::Kcptun, _) => v,
+                (_, Role::Client) => v["outbounds"][0]["settings"].clone(),
+                (_, Role::Server) => v["inbounds"][0]["settings"].clone(),
+            };
+            (
+                settings["sndwnd"].as_u64().unwrap(),
+                settings["rcvwnd"].as_u64().unwrap(),
+            )
+        };
+        for imp in [&skiff, &kcptun] {
+            assert_eq!(windows(imp, "kcp", Role::Client), (128, 512));
+            assert_eq!(windows(imp, "kcp", Role::Server), (1024, 1024));
+            assert_eq!(windows(imp, "kcp-fast3", Role::Client), (128, 512));
+            assert_eq!(windows(imp, "kcp-w2048", Role::Client), (2048, 2048));
+            assert_eq!(windows(imp, "kcp-w2048", Role::Server), (2048, 2048));
+        }
     }
 
     #[test]

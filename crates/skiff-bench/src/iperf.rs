@@ -17,11 +17,14 @@ use crate::runner::{Place, RowOptions, start_chain};
 use crate::stats::summarize;
 use crate::traffic::{Amount, Mode};
 
+/// `tcp_congestion` is the run's algorithm, which Skiff is told as in the rows it checks (the
+/// cross-check runs on the host's loopback, so only when that is the host's default).
 pub fn cross_check(
     skiff: &Implementation,
     combos: &[Combination],
     opts: &RowOptions,
     workdir: &Path,
+    tcp_congestion: Option<String>,
 ) -> Vec<Row> {
     let mut rows = Vec::new();
     if which("iperf3").is_none() {
@@ -42,7 +45,11 @@ pub fn cross_check(
             summary: Default::default(),
             error: None,
         };
-        if let Err(e) = measure(combo, imp, opts, workdir, &mut row.samples) {
+        let place = Place {
+            tcp_congestion: tcp_congestion.clone(),
+            ..Place::loopback()
+        };
+        if let Err(e) = measure(combo, imp, opts, &place, workdir, &mut row.samples) {
             row.error = Some(e);
         }
         row.summary = summarize(&row.samples);
@@ -55,6 +62,7 @@ fn measure(
     combo: &Combination,
     imp: Option<&Implementation>,
     opts: &RowOptions,
+    place: &Place,
     workdir: &Path,
     samples: &mut Vec<Sample>,
 ) -> Result<(), String> {
@@ -67,8 +75,8 @@ fn measure(
     server
         .wait_for_port(d, Duration::from_secs(10))
         .map_err(|e| e.to_string())?;
-    let chain = start_chain(combo, imp, opts, &Place::loopback(), workdir, Some(d))
-        .map_err(|e| e.to_string())?;
+    let chain =
+        start_chain(combo, imp, opts, place, workdir, Some(d)).map_err(|e| e.to_string())?;
     for _ in 0..opts.repeats {
         let before = (usage(&chain.b), usage(&chain.c));
         // iperf3 now and then drops a test at start-up ("control socket has closed

@@ -62,6 +62,10 @@ pub struct RunOptions {
     pub link: Option<String>,
     /// e.g. "15% on b", if any.
     pub cpu_limit: Option<String>,
+    /// The TCP congestion control every hop of every implementation used (`--cc`), e.g.
+    /// "cubic"; absent from results.json written before runs chose one.
+    #[serde(default)]
+    pub tcp_congestion: Option<String>,
 }
 
 /// One combination run by one implementation.

@@ -7,8 +7,15 @@ use crate::link::{self, Link, LinkSpec};
 use crate::runner::Place;
 use crate::traffic::Enter;
 
-pub fn setup(spec: &str) -> Result<Link, String> {
-    let spec: LinkSpec = spec.parse().map_err(|e| format!("--link: {e}"))?;
+/// The link `spec` describes, parsed (its `cc=` feeds the run's choice, see
+/// [`crate::fair_cc::choose`]).
+pub fn parse(spec: &str) -> Result<LinkSpec, String> {
+    spec.parse().map_err(|e| format!("--link: {e}"))
+}
+
+/// Brings the link up with both namespaces defaulting to `cc`, the run's algorithm.
+pub fn setup(mut spec: LinkSpec, cc: &str) -> Result<Link, String> {
+    spec.cc = Some(cc.to_string());
     Link::up(&spec).map_err(|e| format!("--link: {e}"))
 }
 
@@ -18,6 +25,8 @@ pub fn place(link: &Link) -> Place {
         ns_b: Some(link.ns_b().to_string()),
         ns_c: Some(link.ns_c().to_string()),
         c_ip: link.addr_c(),
+        link: true,
+        tcp_congestion: Some(link.cc().to_string()),
         enter_b: Some(enter(link.ns_b().to_string())),
         enter_c: Some(enter(link.ns_c().to_string())),
     }

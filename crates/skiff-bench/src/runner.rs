@@ -55,6 +55,11 @@ pub struct Place {
     pub ns_c: Option<String>,
     /// C's address as B reaches it.
     pub c_ip: IpAddr,
+    /// B reaches C across the emulated link (runs are then bounded by time, not bytes).
+    pub link: bool,
+    /// The TCP congestion control every socket of the place uses, which Skiff is told too
+    /// (its loopback rule would otherwise pick Reno); None leaves Skiff to its own rules.
+    pub tcp_congestion: Option<String>,
     pub enter_b: Option<Enter>,
     pub enter_c: Option<Enter>,
 }
@@ -65,52 +70,103 @@ impl Place {
             ns_b: None,
             ns_c: None,
             c_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            link: false,
+            tcp_congestion: None,
             enter_b: None,
             enter_c: None,
         }
     }
 
-    fn port(&self) -> io::Result<u16> {
-        // Fresh namespaces have every port free; on the host ask the kernel.
-        if self.ns_b.is_some() {
-            Ok(20_000 + (std::process::id() % 20_000) as u16)
-        } else {
-            free_port()
+    /// All four hops on the loopback of namespace `ns` (see [`crate::fair_cc`]).
+    pub fn lab(ns: &str) -> Place {
+        let enter = || -> Enter {
+            let ns = ns.to_string();
+            std::sync::Arc::new(move || crate::link::netns::enter(&ns))
+        };
+        Place {
+            ns_b: Some(ns.to_string()),
+            ns_c: Some(ns.to_string()),
+            c_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            link: false,
+            tcp_congestion: None,
+            enter_b: Some(enter()),
+            enter_c: Some(enter()),
+        }
+    }
+
+    /// A port free in namespace `ns` (the current one when None). Chains of one row run side
+    /// by side, so each needs its own ports, in a namespace as on the host.
+    fn port_in(ns: &Option<String>) -> io::Result<u16> {
+        match ns {
+            Some(ns) => crate::link::netns::run_in(ns, free_port)?,
+            None => free_port(),
         }
     }
 }
 
-/// Runs `combo` with `imp` (None: the raw row) and returns its row; failures become a row
-/// with an error rather than ending the whole bench. Rows the peer cannot run in this
+/// Runs `combo` with each of `imps` (None: the raw row) and returns one row for each, in the
+/// same order. All chains start first and stay up; then the repeats are taken in turns
+/// ([`crate::turns`]: A B A B …), so whatever the machine does meanwhile (another build, a
+/// thermal step) falls on every implementation alike rather than on whichever ran last. A
+/// failure ends only its own row, as a row with an error. Rows the peer cannot run in this
 /// direction never get here: the plan skips them (`crate::plan`).
-pub fn run_row(
+pub fn run_rows(
     combo: &Combination,
-    imp: Option<&Implementation>,
+    imps: &[Option<&Implementation>],
     opts: &RowOptions,
     place: &Place,
     workdir: &Path,
     progress: &dyn Fn(&str),
-) -> Row {
-    let implementation = imp.map_or("-", |i| i.name).to_string();
-    let mut row = Row {
-        combination: combo.name.to_string(),
-        implementation,
-        direction: opts.mode.name().to_string(),
-        parallel: opts.parallel,
-        samples: Vec::new(),
-        summary: Default::default(),
-        error: None,
-    };
-    let extra = measure(combo, imp, opts, place, workdir, progress, &mut row.samples);
-    row.summary = summarize(&row.samples);
-    match extra {
-        Ok((idle, latency)) => {
-            row.summary.idle_kib_per_conn = idle;
-            row.summary.latency = latency;
-        }
-        Err(e) => row.error = Some(e.to_string()),
+) -> Vec<Row> {
+    let mut rows: Vec<Row> = imps
+        .iter()
+        .map(|imp| Row {
+            combination: combo.name.to_string(),
+            implementation: imp.map_or("-", |i| i.name).to_string(),
+            direction: opts.mode.name().to_string(),
+            parallel: opts.parallel,
+            samples: Vec::new(),
+            summary: Default::default(),
+            error: None,
+        })
+        .collect();
+    let mut chains: Vec<Option<Chain>> = Vec::new();
+    for (imp, row) in imps.iter().zip(&mut rows) {
+        progress(&format!("starting {}", row.implementation));
+        let started = start_chain(combo, *imp, opts, place, workdir, None)
+            .and_then(|chain| warm_up(&chain, opts, place).map(|()| chain));
+        chains.push(started.map_err(|e| row.error = Some(e.to_string())).ok());
     }
-    row
+    for (repeat, i) in crate::turns::turns(imps.len(), opts.repeats) {
+        // Ctrl-C: stop at the next turn; the caller unwinds and removes the namespaces.
+        if crate::netlab::interrupted() {
+            break;
+        }
+        let Some(chain) = &chains[i] else { continue };
+        progress(&format!(
+            "run {repeat}/{} · {}",
+            opts.repeats, rows[i].implementation
+        ));
+        match measure_once(chain, opts, place) {
+            Ok(sample) => rows[i].samples.push(sample),
+            Err(e) => {
+                rows[i].error = Some(e.to_string());
+                chains[i] = None;
+            }
+        }
+    }
+    for ((chain, row), imp) in chains.iter().zip(&mut rows).zip(imps) {
+        row.summary = summarize(&row.samples);
+        let Some(chain) = chain else { continue };
+        match extras(chain, imp.is_some(), opts, place, progress) {
+            Ok((idle, latency)) => {
+                row.summary.idle_kib_per_conn = idle;
+                row.summary.latency = latency;
+            }
+            Err(e) => row.error = Some(e.to_string()),
+        }
+    }
+    rows
 }
 
 /// A running A→B→C→D path. Dropping it ends the processes (by PID) and the sink.
@@ -123,20 +179,11 @@ pub struct Chain {
     _caps: Vec<CpuCap>,
 }
 
-fn measure(
-    combo: &Combination,
-    imp: Option<&Implementation>,
-    opts: &RowOptions,
-    place: &Place,
-    workdir: &Path,
-    progress: &dyn Fn(&str),
-    samples: &mut Vec<Sample>,
-) -> io::Result<(Option<IdleMemory>, Option<Latency>)> {
-    let chain = start_chain(combo, imp, opts, place, workdir, None)?;
-    // Warm-up: a small transfer so lazy setup (first connections, page cache) is not measured.
-    // Across an emulated link it is bounded by time instead: 4 MiB at TCP cubic's 0.3 Mbit/s
-    // through 9 % loss would take two minutes.
-    let warm_up = if place.ns_b.is_some() {
+/// A small transfer so lazy setup (first connections, page cache) is not measured. Across an
+/// emulated link it is bounded by time instead: 4 MiB at TCP cubic's 0.3 Mbit/s through 9 %
+/// loss would take two minutes.
+fn warm_up(chain: &Chain, opts: &RowOptions, place: &Place) -> io::Result<()> {
+    let amount = if place.link {
         Amount::Duration(std::time::Duration::from_secs(2))
     } else {
         Amount::Bytes(WARM_UP_BYTES)
@@ -144,36 +191,49 @@ fn measure(
     traffic::transfer(
         chain.entry,
         opts.mode,
-        warm_up,
+        amount,
         1,
         place.enter_b.clone(),
         opts.client_tls(),
     )?;
-    for repeat in 1..=opts.repeats {
-        progress(&format!("run {repeat}/{}", opts.repeats));
-        let before = (usage(&chain.b), usage(&chain.c), own_cpu_s());
-        let t = traffic::transfer(
-            chain.entry,
-            opts.mode,
-            opts.amount,
-            opts.parallel,
-            place.enter_b.clone(),
-            opts.client_tls(),
-        )?;
-        let after = (usage(&chain.b), usage(&chain.c), own_cpu_s());
-        samples.push(Sample {
-            bytes: t.bytes,
-            seconds: t.seconds,
-            mbps: t.mbps(),
-            client_cpu_s: after.0.cpu_s - before.0.cpu_s,
-            server_cpu_s: after.1.cpu_s - before.1.cpu_s,
-            client_peak_rss_kib: after.0.peak_rss_kib,
-            server_peak_rss_kib: after.1.peak_rss_kib,
-            source_sink_cpu_s: after.2 - before.2,
-        });
-    }
+    Ok(())
+}
+
+/// One measured repeat through `chain`.
+fn measure_once(chain: &Chain, opts: &RowOptions, place: &Place) -> io::Result<Sample> {
+    let before = (usage(&chain.b), usage(&chain.c), own_cpu_s());
+    let t = traffic::transfer(
+        chain.entry,
+        opts.mode,
+        opts.amount,
+        opts.parallel,
+        place.enter_b.clone(),
+        opts.client_tls(),
+    )?;
+    let after = (usage(&chain.b), usage(&chain.c), own_cpu_s());
+    Ok(Sample {
+        bytes: t.bytes,
+        seconds: t.seconds,
+        mbps: t.mbps(),
+        client_cpu_s: after.0.cpu_s - before.0.cpu_s,
+        server_cpu_s: after.1.cpu_s - before.1.cpu_s,
+        client_peak_rss_kib: after.0.peak_rss_kib,
+        server_peak_rss_kib: after.1.peak_rss_kib,
+        source_sink_cpu_s: after.2 - before.2,
+    })
+}
+
+/// After the repeats: idle memory and latency when asked for, and a check that B and C
+/// lived through it all.
+fn extras(
+    chain: &Chain,
+    proxied: bool,
+    opts: &RowOptions,
+    place: &Place,
+    progress: &dyn Fn(&str),
+) -> io::Result<(Option<IdleMemory>, Option<Latency>)> {
     let mut summary_extra = (None, None);
-    if let Some(n) = opts.idle.filter(|_| imp.is_some()) {
+    if let Some(n) = opts.idle.filter(|_| proxied) {
         progress(&format!("{n} idle connections"));
         let before = (usage(&chain.b), usage(&chain.c));
         let held = traffic::hold(chain.entry, n, place.enter_b.clone())?;
@@ -258,12 +318,16 @@ pub fn start_chain(
             _caps: Vec::new(),
         });
     };
-    let b_port = place.port()?;
-    let c_port = if place.ns_b.is_some() {
-        b_port + 1
-    } else {
-        free_port()?
-    };
+    let b_port = Place::port_in(&place.ns_b)?;
+    // In one namespace (the host, or the lab) a second ask may return B's port again: B has
+    // not bound it yet.
+    let mut c_port = Place::port_in(&place.ns_c)?;
+    for _ in 0..8 {
+        if c_port != b_port || place.ns_b != place.ns_c {
+            break;
+        }
+        c_port = Place::port_in(&place.ns_c)?;
+    }
     let dir = workdir.join(format!("{}-{}", combo.name, imp.name));
     std::fs::create_dir_all(&dir)?;
     let (certificate, certificate_sha256) = if combo.kind.tls() {
@@ -278,6 +342,7 @@ pub fn start_chain(
         d,
         certificate,
         certificate_sha256,
+        tcp_congestion: place.tcp_congestion.clone(),
     };
     let mut caps = Vec::new();
     let mut start = |role: Role,
@@ -309,7 +374,8 @@ pub fn start_chain(
                 Role::Server => Side::C,
             };
             if side == wanted {
-                let cap = CpuCap::new(percent, label)?;
+                // One cgroup per chain: a row's chains run side by side.
+                let cap = CpuCap::new(percent, &format!("{}-{label}", imp.name))?;
                 cap.add(proc.pid())?;
                 caps.push(cap);
             }

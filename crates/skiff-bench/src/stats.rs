@@ -42,7 +42,7 @@ pub fn stat(values: &[f64]) -> Stat {
 pub fn summarize(samples: &[Sample]) -> Summary {
     let per_sample = |f: &dyn Fn(&Sample) -> f64| stat(&samples.iter().map(f).collect::<Vec<_>>());
     Summary {
-        mbps: per_sample(&mbps),
+        mbps: per_sample(&sample_mbps),
         client_cpu_per_gib: per_sample(&|s| cpu_per_gib(s.client_cpu_s, s.bytes)),
         server_cpu_per_gib: per_sample(&|s| cpu_per_gib(s.server_cpu_s, s.bytes)),
         source_sink_cpu_per_gib: per_sample(&|s| cpu_per_gib(s.source_sink_cpu_s, s.bytes)),
@@ -56,13 +56,21 @@ pub fn summarize(samples: &[Sample]) -> Summary {
 /// A sample's throughput. The runner's own figure is taken when it gave one (a time-bounded
 /// run may measure over a window that is not exactly `seconds`); otherwise it is derived from
 /// the bytes moved and the time taken.
-fn mbps(s: &Sample) -> f64 {
+pub fn sample_mbps(s: &Sample) -> f64 {
     if s.mbps.is_finite() && s.mbps > 0.0 {
         s.mbps
     } else {
         // NaN or ∞ when seconds is 0: `stat` then leaves the sample out.
         s.bytes as f64 * 8.0 / 1e6 / s.seconds
     }
+}
+
+/// B's and C's CPU-seconds per GiB in one repeat.
+pub fn sample_cpu_per_gib(s: &Sample) -> (f64, f64) {
+    (
+        cpu_per_gib(s.client_cpu_s, s.bytes),
+        cpu_per_gib(s.server_cpu_s, s.bytes),
+    )
 }
 
 /// CPU-seconds per GiB; NaN (left out by `stat`) when nothing was moved.

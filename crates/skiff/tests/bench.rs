@@ -2,7 +2,16 @@
 //! processes B and C start, the table prints, results.json/md and the SVG are written, and the
 //! figures are sane. Bounded well under a minute.
 
+mod common;
+
 use std::process::Command;
+use std::time::{Duration, Instant};
+
+use skiff_bench::combos::ALL;
+use skiff_bench::fair_cc::{self, Lab};
+use skiff_bench::impls;
+use skiff_bench::runner::{Place, RowOptions, start_chain};
+use skiff_bench::traffic::{self, Amount, Mode};
 
 fn skiff() -> Command {
     Command::new(env!("CARGO_BIN_EXE_skiff"))
@@ -91,7 +100,7 @@ fn list_shows_the_udp_rows_marked_as_needing_a_link() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&result.stdout);
     assert!(result.status.success(), "{stdout}");
-    for udp in ["kcp", "kcp-fast3", "mkcp"] {
+    for udp in ["kcp", "kcp-w2048", "kcp-fast3", "mkcp"] {
         let line = stdout
             .lines()
             .find(|l| l.trim_start().starts_with(&format!("{udp} ")))
@@ -232,4 +241,219 @@ fn bad_flags_are_clear_errors() {
         .unwrap();
     assert!(!result.status.success());
     assert!(String::from_utf8_lossy(&result.stderr).contains("quic"));
+}
+
+/// The congestion control of every established TCP socket in namespace `ns`, from `ss -tin`
+/// (its info line starts with the algorithm's name).
+fn socket_algorithms(ns: &str) -> Vec<String> {
+    let out = skiff_bench::link::command_in(ns, "ss")
+        .args(["-tin", "state", "established"])
+        .output()
+        .expect("ss (iproute2) runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with(char::is_whitespace))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+/// An algorithm the kernel offers that is neither the host's default nor Reno (Skiff's own
+/// loopback rule), so a socket that ignored the bench's choice shows.
+fn an_algorithm_to_choose() -> Option<String> {
+    let host = fair_cc::host_default().ok()?;
+    let offered = skiff_bench::link::cc::available().ok()?;
+    offered
+        .iter()
+        .find(|a| **a != host && *a != "reno")
+        .or_else(|| offered.iter().find(|a| **a != host))
+        .cloned()
+}
+
+#[test]
+fn cc_every_socket_of_skiff_and_the_peers_uses_the_runs_algorithm() {
+    if let Err(why) = fair_cc::check_support() {
+        println!("skipped: --cc with another algorithm than the host's {why}");
+        return;
+    }
+    let Some(algorithm) = an_algorithm_to_choose() else {
+        println!("skipped: the kernel offers no algorithm but the host's default");
+        return;
+    };
+    let mut implementations = vec![impls::skiff(env!("CARGO_BIN_EXE_skiff").into())];
+    let mut peers = Vec::new();
+    for (name, var) in [("xray", "XRAY_BIN"), ("sing-box", "SING_BOX_BIN")] {
+        if let Some(path) = common::shared_peer(name, var) {
+            peers.push(format!("{name}={}", path.display()));
+        }
+    }
+    let (found, missing) = impls::discover(&peers.join(","));
+    assert!(missing.is_empty(), "{missing:?}");
+    implementations.extend(found);
+    let lab = Lab::up(&algorithm).expect("lab namespace");
+    let mut place = Place::lab(lab.ns());
+    place.tcp_congestion = Some(algorithm.clone());
+    let opts = RowOptions {
+        amount: Amount::Bytes(1 << 20),
+        mode: Mode::Upload,
+        parallel: 1,
+        repeats: 1,
+        cpu_limit: None,
+        idle: None,
+        latency: None,
+        tls: None,
+    };
+    let workdir = std::env::temp_dir().join(format!("skiff-bench-cc-{}", std::process::id()));
+    std::fs::create_dir_all(&workdir).unwrap();
+    let mut checked: Vec<String> = Vec::new();
+    for name in ["vless-tls", "ss-2022", "tunnel"] {
+        let combo = ALL.iter().find(|c| c.name == name).unwrap();
+        for imp in implementations.iter().filter(|i| i.supports(combo)) {
+            let chain = start_chain(combo, Some(imp), &opts, &place, &workdir, None)
+                .unwrap_or_else(|e| panic!("{name} with {}: {e}", imp.name));
+            // Two connections held open through A → B → C → D: six sockets each.
+            let held = traffic::hold(chain.entry, 2, place.enter_b.clone()).unwrap();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let mut algorithms = socket_algorithms(lab.ns());
+            while algorithms.len() < 12 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(100));
+                algorithms = socket_algorithms(lab.ns());
+            }
+            assert!(
+                algorithms.len() >= 12,
+                "{name} with {}: only {} sockets established: {algorithms:?}",
+                imp.name,
+                algorithms.len()
+            );
+            assert!(
+                algorithms.iter().all(|a| *a == algorithm),
+                "{name} with {}: sockets use {algorithms:?}, not only {algorithm}",
+                imp.name
+            );
+            checked.push(format!("{name}/{}", imp.name));
+            drop(held);
+            drop(chain);
+            // The closed sockets leave `established` before the next chain is counted.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !socket_algorithms(lab.ns()).is_empty() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+    println!("every socket used {algorithm}: {checked:?}");
+    assert!(checked.len() >= 3, "{checked:?}");
+    let _ = std::fs::remove_dir_all(&workdir);
+}
+
+#[test]
+fn cc_is_named_in_every_report() {
+    if let Err(why) = fair_cc::check_support() {
+        println!("skipped: --cc with another algorithm than the host's {why}");
+        return;
+    }
+    let Some(algorithm) = an_algorithm_to_choose() else {
+        println!("skipped: the kernel offers no algorithm but the host's default");
+        return;
+    };
+    let out = std::env::temp_dir().join(format!("skiff-bench-cc-out-{}", std::process::id()));
+    let result = skiff()
+        .args([
+            "bench", "-n", "4M", "-r", "1", "-f", "tunnel", "--peers", "none",
+        ])
+        .args(["--cc", &algorithm])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert!(
+        result.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let named = format!("TCP {algorithm} for every hop");
+    assert!(stdout.contains(&named), "{stdout}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(json["options"]["tcp_congestion"], algorithm.as_str());
+    let md = std::fs::read_to_string(out.join("results.md")).unwrap();
+    assert!(
+        md.contains(&format!("every implementation): {algorithm}")),
+        "{md}"
+    );
+    assert!(
+        std::fs::read_to_string(out.join("chart.svg"))
+            .unwrap()
+            .contains(&named)
+    );
+    let _ = std::fs::remove_dir_all(&out);
+    // An algorithm the kernel does not have is refused, naming the ones it has.
+    let result = skiff()
+        .args([
+            "bench",
+            "-f",
+            "tunnel",
+            "--peers",
+            "none",
+            "--cc",
+            "no_such_cc",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(!result.status.success());
+    assert!(stderr.contains("`no_such_cc` is not available"), "{stderr}");
+}
+
+#[test]
+fn sing_box_runs_every_combination_it_speaks_beside_skiff() {
+    let Some(sing_box) = common::shared_peer("sing-box", "SING_BOX_BIN") else {
+        return;
+    };
+    let out = std::env::temp_dir().join(format!("skiff-bench-singbox-{}", std::process::id()));
+    let result = skiff()
+        .args([
+            "bench",
+            "-n",
+            "2M",
+            "-r",
+            "2",
+            "-f",
+            "tunnel,vless,vmess,trojan,ss-",
+        ])
+        .arg("--peers")
+        .arg(format!("sing-box={}", sing_box.display()))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert!(
+        result.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let rows = json["rows"].as_array().unwrap();
+    let sing_box_rows: Vec<&serde_json::Value> = rows
+        .iter()
+        .filter(|r| r["implementation"] == "sing-box")
+        .collect();
+    // Every TCP combination but raw: tunnel, 5 VLESS, 3 VMess, 2 Trojan, 3 Shadowsocks.
+    assert_eq!(sing_box_rows.len(), 14, "{json}");
+    for row in rows {
+        assert!(row["error"].is_null(), "{row}");
+        let samples = row["samples"].as_array().unwrap();
+        assert_eq!(samples.len(), 2, "{row}");
+        assert!(samples.iter().all(|s| s["bytes"] == 2 << 20), "{row}");
+    }
+    // Each combination has Skiff beside sing-box, and the table says how they compare.
+    assert_eq!(rows.len(), 28, "{json}");
+    assert!(stdout.contains("x sing-box, "), "{stdout}");
+    let _ = std::fs::remove_dir_all(&out);
 }

@@ -40,12 +40,22 @@ impl Namespaces {
     /// Sweeps namespaces left by dead runs, installs the SIGINT/SIGTERM flag, then creates both
     /// namespaces with loopback up.
     pub fn create() -> io::Result<Namespaces> {
+        Namespaces::create_sides(&["b", "c"])
+    }
+
+    /// One namespace with loopback up, where all four hops of a loopback run live (the lab of
+    /// `--cc`, see [`crate::fair_cc`]); [`Namespaces::b`] and [`Namespaces::c`] both name it.
+    pub fn create_lab() -> io::Result<Namespaces> {
+        Namespaces::create_sides(&["lab"])
+    }
+
+    fn create_sides(sides: &[&str]) -> io::Result<Namespaces> {
         install_signal_handlers();
         sweep_stale();
         let pid = std::process::id();
         let n = NEXT_PAIR.fetch_add(1, Ordering::Relaxed);
         let mut guard = Namespaces { names: Vec::new() };
-        for side in ["b", "c"] {
+        for side in sides {
             let name = format!("{PREFIX}{pid}-{n}-{side}");
             {
                 let _lock = IP_NETNS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
@@ -63,9 +73,9 @@ impl Namespaces {
         &self.names[0]
     }
 
-    /// The server-side namespace (C and D).
+    /// The server-side namespace (C and D); the lab's one namespace for a lab.
     pub fn c(&self) -> &str {
-        &self.names[1]
+        &self.names[self.names.len() - 1]
     }
 }
 

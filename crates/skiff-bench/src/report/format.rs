@@ -93,6 +93,9 @@ pub(crate) fn options(o: &RunOptions) -> String {
     if let Some(c) = &o.cpu_limit {
         parts.push(format!("CPU limit {c}"));
     }
+    if let Some(cc) = &o.tcp_congestion {
+        parts.push(format!("TCP {cc} for every hop"));
+    }
     parts.join(", ")
 }
 
@@ -196,6 +199,7 @@ mod tests {
             payload: "tls".into(),
             link: Some("delay=100ms,loss=9%".into()),
             cpu_limit: None,
+            tcp_congestion: None,
         };
         assert_eq!(
             options(&o),
@@ -205,6 +209,12 @@ mod tests {
         assert!(options(&o).ends_with(", CPU limit 15% on b"));
         o.repeats = 1;
         assert!(options(&o).contains(", 1 repeat, "), "{}", options(&o));
+        o.tcp_congestion = Some("cubic".into());
+        assert!(
+            options(&o).ends_with(", TCP cubic for every hop"),
+            "{}",
+            options(&o)
+        );
     }
 
     #[test]

@@ -46,6 +46,12 @@ fn options(md: &mut String, run: &BenchRun) {
         "CPU limit",
         o.cpu_limit.clone().unwrap_or_else(|| "none".into()),
     );
+    item(
+        "TCP congestion control (every hop, every implementation)",
+        o.tcp_congestion
+            .clone()
+            .unwrap_or_else(|| "not recorded".into()),
+    );
     md.push('\n');
 }
 
@@ -86,13 +92,18 @@ fn results(md: &mut String, run: &BenchRun) {
     let idle = rows().any(|r| r.summary.idle_kib_per_conn.is_some());
     let latency = rows().any(|r| r.summary.latency.is_some());
     let error = rows().any(|r| r.error.is_some());
+    let verdict = layout.groups.iter().any(|g| g.skiff_vs_peer.is_some());
 
     let _ = writeln!(md, "## Results\n");
     let _ = writeln!(
         md,
         "Each figure is `median (min{DASH}max)` over the repeats. Mbit/s counts 10^6 bits; \
          CPU-s/GiB is CPU-seconds spent per GiB moved; B is the proxy client, C the proxy \
-         server. **Bold**: the fastest proxy in its combination.\n"
+         server. The repeats of a combination's implementations were taken in turns (A B A B \
+         …). **Bold**: the fastest proxy in its combination, clearly: its slowest run beat \
+         every other proxy's fastest, with enough runs that equals would do that under 5 % of \
+         the time. \"Skiff vs best peer\" gives the ratio of medians and whether the \
+         difference is clear, within noise (the ranges overlap), or from too few runs to say.\n"
     );
     let _ = writeln!(
         md,
@@ -108,6 +119,9 @@ fn results(md: &mut String, run: &BenchRun) {
         "peak RSS MiB B",
         "peak RSS MiB C",
     ];
+    if verdict {
+        header.extend(["Skiff vs best peer", "Skiff's CPU/GiB vs that peer"]);
+    }
     if idle {
         header.extend(["idle KiB/conn B", "idle KiB/conn C"]);
     }
@@ -121,7 +135,14 @@ fn results(md: &mut String, run: &BenchRun) {
     let align: Vec<&str> = header
         .iter()
         .map(|h| {
-            if matches!(*h, "combination" | "implementation" | "error") {
+            if matches!(
+                *h,
+                "combination"
+                    | "implementation"
+                    | "error"
+                    | "Skiff vs best peer"
+                    | "Skiff's CPU/GiB vs that peer"
+            ) {
                 "---"
             } else {
                 "---:"
@@ -134,7 +155,15 @@ fn results(md: &mut String, run: &BenchRun) {
         let label = group.label(&layout);
         for (i, row) in group.rows.iter().enumerate() {
             let mut cells = vec![esc(&label), esc(impl_label(&row.implementation))];
-            cells.extend(figures(row, group.best == Some(i)));
+            cells.extend(figures(row, group.best == Some(i) && group.best_clear));
+            if verdict {
+                let v = group
+                    .skiff_vs_peer
+                    .as_ref()
+                    .filter(|_| row.implementation == layout::SKIFF);
+                cells.push(v.map_or(String::new(), |v| esc(&v.describe("×"))));
+                cells.push(v.map_or(String::new(), |v| esc(&v.describe_cpu("×"))));
+            }
             if idle {
                 let m = row.summary.idle_kib_per_conn.filter(|_| ran(row));
                 cells.push(m.map_or("-".into(), |m| num(m.client_kib)));
@@ -251,7 +280,18 @@ mod tests {
         assert!(skiff.contains("| 0.800 (0.780–0.850) |"), "{skiff}");
         // RSS the same every repeat: just the number.
         assert!(skiff.contains("| 10.0 | 20.0 |"), "{skiff}");
-        assert!(table_line(&md, "| ss-aes-128-gcm | ss-libev |").contains("**6550 (6500–6600)**"));
+        assert!(
+            skiff
+                .contains("| 1.31× xray, clear win | B 0.50× clearly less, C 0.51× clearly less |"),
+            "{skiff}"
+        );
+        // Best median without a clear win: not bold.
+        let libev = table_line(&md, "| ss-aes-128-gcm | ss-libev |");
+        assert!(libev.contains("| 6550 (6500–6600) |"), "{libev}");
+        assert!(
+            table_line(&md, "| ss-aes-128-gcm | skiff |").contains("0.92× ss-libev, too few runs")
+        );
+        assert!(md.contains("- TCP congestion control (every hop, every implementation): cubic"));
         // The failed row: dashes and its error, with the pipe escaped.
         let failed = table_line(&md, "| ss-aes-128-gcm | ss-rust |");
         assert!(failed.contains("| - | - |"), "{failed}");

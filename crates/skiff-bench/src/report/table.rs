@@ -26,6 +26,21 @@ impl Charset {
         }
     }
 
+    fn times(self) -> &'static str {
+        match self {
+            Charset::Unicode => "×",
+            Charset::Ascii => "x",
+        }
+    }
+
+    /// The fastest median, but not clearly ahead of the rest (see [`crate::verdict`]).
+    fn noise_mark(self) -> &'static str {
+        match self {
+            Charset::Unicode => "≈ ",
+            Charset::Ascii => "~ ",
+        }
+    }
+
     fn dash(self) -> &'static str {
         match self {
             Charset::Unicode => "–",
@@ -65,7 +80,17 @@ pub fn terminal_table_with(run: &BenchRun, charset: Charset) -> String {
         for (i, row) in group.rows.iter().enumerate() {
             // The combination only on its group's first line: the blank below it groups rows.
             let name = if i == 0 { label.as_str() } else { "" };
-            table.add_row(cols.cells(name, row, group.best == Some(i), charset));
+            let mark = match (group.best == Some(i), group.best_clear) {
+                (false, _) => "",
+                (true, true) => charset.best_mark(),
+                (true, false) => charset.noise_mark(),
+            };
+            let verdict = group
+                .skiff_vs_peer
+                .as_ref()
+                .filter(|_| row.implementation == layout::SKIFF)
+                .map(|v| v.describe(charset.times()));
+            table.add_row(cols.cells(name, row, mark, verdict, charset));
         }
     }
     // Every column after the implementation holds numbers; the error column is text.
@@ -83,9 +108,12 @@ pub fn terminal_table_with(run: &BenchRun, charset: Charset) -> String {
     out.push_str(&table.trim_fmt());
     out.push('\n');
     out.push_str(&format!(
-        "{}= best Mbit/s in its combination; Mbit/s is the median of the repeats; \
+        "{}= best Mbit/s in its combination, clearly: every run beat every run of the others, \
+         with enough runs that chance would do it under 5 % of the time; {}= best median, \
+         within noise. Mbit/s is the median of the repeats, taken in turns; \
          B = proxy client, C = proxy server; CPU-s/GiB = CPU-seconds per GiB moved\n",
-        charset.best_mark()
+        charset.best_mark(),
+        charset.noise_mark()
     ));
     out
 }
@@ -93,6 +121,8 @@ pub fn terminal_table_with(run: &BenchRun, charset: Charset) -> String {
 /// Which of the optional columns this run needs: idle memory and latency are only measured
 /// on request, and an error column in a run where nothing failed is noise.
 struct Columns {
+    /// Skiff against the best peer, where a group has both.
+    verdict: bool,
     idle: bool,
     latency: bool,
     error: bool,
@@ -102,6 +132,7 @@ impl Columns {
     fn of(layout: &Layout<'_>) -> Columns {
         let rows = || layout.groups.iter().flat_map(|g| g.rows.iter());
         Columns {
+            verdict: layout.groups.iter().any(|g| g.skiff_vs_peer.is_some()),
             idle: rows().any(|r| r.summary.idle_kib_per_conn.is_some()),
             latency: rows().any(|r| r.summary.latency.is_some()),
             error: rows().any(|r| r.error.is_some()),
@@ -109,7 +140,10 @@ impl Columns {
     }
 
     fn count(&self) -> usize {
-        7 + usize::from(self.idle) + usize::from(self.latency) + usize::from(self.error)
+        7 + usize::from(self.verdict)
+            + usize::from(self.idle)
+            + usize::from(self.latency)
+            + usize::from(self.error)
     }
 
     /// B and C share a column where they come as a pair, to keep the table within a
@@ -124,6 +158,9 @@ impl Columns {
             "CPU-s/GiB C".to_owned(),
             "peak RSS MiB B / C".to_owned(),
         ];
+        if self.verdict {
+            h.push("Skiff vs best peer".to_owned());
+        }
         if self.idle {
             h.push("idle KiB/conn B / C".to_owned());
         }
@@ -136,7 +173,14 @@ impl Columns {
         h
     }
 
-    fn cells(&self, name: &str, row: &Row, best: bool, charset: Charset) -> Vec<Cell> {
+    fn cells(
+        &self,
+        name: &str,
+        row: &Row,
+        mark: &str,
+        verdict: Option<String>,
+        charset: Charset,
+    ) -> Vec<Cell> {
         let s = &row.summary;
         let ok = ran(row);
         // Only a row that ran has figures; a stat never measured (the raw row's B and C) is "-".
@@ -166,7 +210,6 @@ impl Columns {
             name.to_owned(),
             impl_label(&row.implementation).to_owned(),
             if ok {
-                let mark = if best { charset.best_mark() } else { "" };
                 format!("{mark}{}", num(s.mbps.median))
             } else {
                 "-".into()
@@ -183,6 +226,9 @@ impl Columns {
                 peak(&kib_to_mib(&s.server_peak_rss_kib)),
             ),
         ];
+        if self.verdict {
+            c.push(verdict.unwrap_or_default());
+        }
         if self.idle {
             let idle = s.idle_kib_per_conn.filter(|_| ok);
             c.push(idle.map_or("-".into(), |m| pair(num(m.client_kib), num(m.server_kib))));
@@ -229,12 +275,14 @@ mod tests {
         assert!(t.starts_with("skiff bench, started 2025-06-01T12:00:00Z on AMD EPYC"));
         assert!(t.contains("kernel 6.1.0-test"));
         assert!(t.contains("options: 1 GiB per run, 3 repeats"));
-        // Skiff is fastest in vless-tcp: median of 9100, 9400, 9650.
+        // Skiff is fastest in vless-tcp, clearly: median of 9100 … 9650, all above Xray's
+        // 7000 … 7350 in five runs each, and v2ray's three.
         let skiff = line_of(&t, "vless-tcp");
         assert!(
             skiff.contains("skiff") && skiff.contains("★ 9400"),
             "{skiff}"
         );
+        assert!(skiff.contains("1.31× xray, clear win"), "{skiff}");
         assert!(skiff.contains("9100–9650"), "{skiff}");
         // B 0.8 s/GiB and C 0.9 s/GiB; 10 MiB and 20 MiB; idle and latency present.
         assert!(
@@ -244,9 +292,16 @@ mod tests {
         assert!(skiff.contains("10.0 / 20.0"), "{skiff}");
         assert!(skiff.contains("9.50 / 11.5"), "{skiff}");
         assert!(skiff.contains("0.210 / 0.900"), "{skiff}");
-        // ss-libev beats Skiff in its combination and gets the mark there.
-        assert!(line_of(&t, "ss-libev").contains("★ 6550"));
-        assert!(!line_of(&t, "ss-aes-128-gcm").contains('★'));
+        // ss-libev has the best median in its combination, but two runs each cannot show it
+        // is more than chance: it gets the within-noise mark, and no one the star.
+        assert!(line_of(&t, "≈ 6550").contains("ss-libev"));
+        assert!(!t.contains("★ 6550"));
+        let ss_skiff = line_of(&t, "ss-aes-128-gcm");
+        assert!(!ss_skiff.contains('★') && !ss_skiff.contains('≈'));
+        assert!(
+            ss_skiff.contains("0.92× ss-libev, too few runs"),
+            "{ss_skiff}"
+        );
         // The failed row says why, on one line.
         let failed = line_of(&t, "ss-rust");
         assert!(failed.contains("server exited: status 1"), "{failed}");

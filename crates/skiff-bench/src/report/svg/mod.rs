@@ -116,7 +116,7 @@ pub fn svg_chart(run: &BenchRun) -> String {
                 mid,
                 &mbps_axis,
                 colour,
-                group.best == Some(i),
+                group.best == Some(i) && group.best_clear,
             );
             cost_bar(&mut body, row, b, mid, &cpu_axis, colour);
             cursor += ROW_HEIGHT;
