@@ -10,9 +10,10 @@
 //! * [`READ_WINDOW`] (64 KiB) is what a stream parsing records off a socket asks for in one
 //!   read. That is four full TLS records (16 KiB + 256 each), so bulk TLS costs one `recv` per
 //!   four records instead of one per record, or one per 4 KiB as rustls alone reads.
-//! * [`VISION_READ_WINDOW`] (16 KiB + 64) is what Vision asks the outer TLS for. That stream
-//!   returns at most one record's plaintext (16 KiB) per read, plus a frame header of slack, so
-//!   a larger window would stay empty.
+//! * [`VISION_READ_WINDOW`] (16 KiB + 64) is what Vision asks the outer TLS for: one record's
+//!   plaintext (16 KiB) plus a frame header of slack. It must stay under the room at which the
+//!   TLS stream hands out several records per read (two records' worth): after the record
+//!   that switches Vision to raw bytes, the next bytes are not records.
 //! * [`KEEP_WRITE`] (4 KiB): a drained write buffer that grew beyond this is freed, and a
 //!   smaller one is kept for the next write. Handshakes, pings and interactive traffic reuse
 //!   it. A bulk write (up to 64 KiB of records or frames) gets a fresh buffer instead of
