@@ -2,7 +2,8 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::sync::Mutex;
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
 use std::time::SystemTime;
 
 use skiff_config::LogTarget;
@@ -10,18 +11,33 @@ use skiff_config::LogTarget;
 pub enum AccessLog {
     Off,
     Stderr,
-    File(Mutex<File>),
+    File { path: PathBuf, file: Mutex<File> },
 }
+
+/// Reopens the error log's file (set by whoever installed the error log): what the API's
+/// RestartLogger and a logrotate `postrotate` need, alongside [`AccessLog::reopen`].
+pub static ERROR_LOG_REOPEN: OnceLock<Box<dyn Fn() -> std::io::Result<()> + Send + Sync>> =
+    OnceLock::new();
 
 impl AccessLog {
     pub fn open(target: &LogTarget) -> std::io::Result<AccessLog> {
         Ok(match target {
             LogTarget::Off => AccessLog::Off,
             LogTarget::Stderr => AccessLog::Stderr,
-            LogTarget::File(path) => AccessLog::File(Mutex::new(
-                OpenOptions::new().create(true).append(true).open(path)?,
-            )),
+            LogTarget::File(path) => AccessLog::File {
+                path: path.clone(),
+                file: Mutex::new(OpenOptions::new().create(true).append(true).open(path)?),
+            },
         })
+    }
+
+    /// Opens the file again (after a rotation moved it away); lines go to the new one.
+    pub fn reopen(&self) -> std::io::Result<()> {
+        if let AccessLog::File { path, file } = self {
+            let fresh = OpenOptions::new().create(true).append(true).open(path)?;
+            *file.lock().unwrap_or_else(|p| p.into_inner()) = fresh;
+        }
+        Ok(())
     }
 
     pub fn enabled(&self) -> bool {
@@ -36,7 +52,7 @@ impl AccessLog {
             AccessLog::Stderr => {
                 let _ = std::io::stderr().write_all(text.as_bytes());
             }
-            AccessLog::File(file) => {
+            AccessLog::File { file, .. } => {
                 if let Ok(mut f) = file.lock() {
                     let _ = f.write_all(text.as_bytes());
                 }

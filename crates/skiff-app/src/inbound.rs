@@ -3,7 +3,7 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use skiff_config::{FallbackDest, FallbackPlan, InboundPlan, InboundProtocol};
+use skiff_config::{FallbackDest, FallbackPlan, InboundPlan, InboundProtocol, SystemPolicy};
 use skiff_core::tcp_tuning::TcpTuning;
 use skiff_core::{Address, Counter, Inbound, Stats};
 use skiff_proto::http::server::HttpServerConfig;
@@ -61,7 +61,11 @@ pub struct InboundHandler {
 }
 
 impl InboundHandler {
-    pub fn build(plan: &InboundPlan, stats: &Stats) -> Result<InboundHandler, String> {
+    pub fn build(
+        plan: &InboundPlan,
+        stats: &Stats,
+        system: &SystemPolicy,
+    ) -> Result<InboundHandler, String> {
         let accounts = |list: &[skiff_config::Account]| {
             list.iter()
                 .map(|a| (a.user.clone(), a.pass.clone()))
@@ -195,8 +199,15 @@ impl InboundHandler {
             layers,
             fallbacks: plan.protocol.fallbacks().iter().map(fallback).collect(),
             level,
-            uplink: stats.counter(&format!("inbound>>>{}>>>traffic>>>uplink", plan.tag)),
-            downlink: stats.counter(&format!("inbound>>>{}>>>traffic>>>downlink", plan.tag)),
+            // Listed as Xray lists them: when the system policy asks, for tagged inbounds.
+            uplink: stats.counter_if(
+                system.stats_inbound_uplink && !plan.tag.is_empty(),
+                &format!("inbound>>>{}>>>traffic>>>uplink", plan.tag),
+            ),
+            downlink: stats.counter_if(
+                system.stats_inbound_downlink && !plan.tag.is_empty(),
+                &format!("inbound>>>{}>>>traffic>>>downlink", plan.tag),
+            ),
             tcp,
             udp_listener,
             tcp_tuning: crate::stream_settings::tcp_tuning(&plan.stream),

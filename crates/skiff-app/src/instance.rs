@@ -64,9 +64,23 @@ impl Running {
                 Some(Arc::new(built) as Arc<dyn skiff_core::Resolve>)
             }
         };
-        let outbounds = outbounds::build(&plan.outbounds, &stats, resolver.as_ref())
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let tags: Vec<&str> = plan.outbounds.iter().map(|o| o.tag.as_str()).collect();
+        let mut outbounds = outbounds::build(
+            &plan.outbounds,
+            &stats,
+            &plan.policy.system,
+            resolver.as_ref(),
+        )
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let mut tags: Vec<&str> = plan.outbounds.iter().map(|o| o.tag.as_str()).collect();
+        // The API's tag routes like an outbound's (after the real ones, so the default
+        // route stays the first outbound).
+        let api_tag = plan.api.as_ref().and_then(|a| a.tag.as_deref());
+        let api_routed = api_tag.map(|tag| {
+            let (handler, connections) = crate::api::outbound(tag);
+            outbounds.push(handler);
+            tags.push(tag);
+            connections
+        });
         let router = Router::new(&plan.routing, &tags);
         let (cut, cut_signal) = watch::channel(false);
         let shared = Arc::new(Shared {
@@ -84,9 +98,12 @@ impl Running {
         let accepted = Arc::new(AtomicU64::new(0));
         let mut listeners = Vec::new();
         let mut tasks = Vec::new();
+        if let Some(api) = &plan.api {
+            tasks.extend(crate::api::start(api, &shared, api_routed).await?);
+        }
         for inbound_plan in &plan.inbounds {
             let inbound = Arc::new(
-                InboundHandler::build(inbound_plan, &shared.stats)
+                InboundHandler::build(inbound_plan, &shared.stats, &plan.policy.system)
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
             );
             for range in &inbound_plan.ports {

@@ -1,7 +1,8 @@
 //! The running instance: listeners, the per-connection data path (handshake → route →
 //! outbound → relay), UDP sessions, access log and graceful shutdown.
 
-mod access_log;
+pub mod access_log;
+mod api;
 mod dispatch;
 mod fallback;
 mod inbound;

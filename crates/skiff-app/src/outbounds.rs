@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use skiff_config::{
-    FreedomDomainStrategy, OutboundPlan, OutboundProtocol, VlessFlow, VmessSecurity,
+    FreedomDomainStrategy, OutboundPlan, OutboundProtocol, SystemPolicy, VlessFlow, VmessSecurity,
 };
 use skiff_core::{Address, Counter, Dialer, Outbound, Stats};
 use skiff_proto::shadowsocks::ShadowsocksOutbound;
@@ -32,6 +32,7 @@ pub struct OutboundHandler {
 pub fn build(
     plans: &[OutboundPlan],
     stats: &Stats,
+    system: &SystemPolicy,
     resolver: Option<&Arc<dyn skiff_core::Resolve>>,
 ) -> Result<Vec<OutboundHandler>, String> {
     let mut built: HashMap<String, Arc<dyn Outbound>> = HashMap::new();
@@ -64,8 +65,15 @@ pub fn build(
             Ok(OutboundHandler {
                 tag: Arc::from(plan.tag.as_str()),
                 handler,
-                uplink: stats.counter(&format!("outbound>>>{}>>>traffic>>>uplink", plan.tag)),
-                downlink: stats.counter(&format!("outbound>>>{}>>>traffic>>>downlink", plan.tag)),
+                // Listed as Xray lists them: when the system policy asks, for tagged outbounds.
+                uplink: stats.counter_if(
+                    system.stats_outbound_uplink && !plan.tag.is_empty(),
+                    &format!("outbound>>>{}>>>traffic>>>uplink", plan.tag),
+                ),
+                downlink: stats.counter_if(
+                    system.stats_outbound_downlink && !plan.tag.is_empty(),
+                    &format!("outbound>>>{}>>>traffic>>>downlink", plan.tag),
+                ),
             })
         })
         .collect()

@@ -43,6 +43,7 @@ pub struct Merged {
     pub outbounds: Vec<Item<RawOutbound>>,
     pub routing: Option<Item<RawRouting>>,
     pub policy: Option<Item<RawPolicy>>,
+    pub api: Option<Item<crate::raw::top::RawApi>>,
     pub dns: Option<Item<RawDns>>,
     /// What failed to decode in any file.
     pub damage: Damage,
@@ -63,6 +64,9 @@ pub fn merge(files: Vec<ParsedFile>, diags: &mut Vec<Diagnostic>) -> Merged {
         }
         if file.policy.is_some() {
             merged.policy = file.policy;
+        }
+        if file.api.is_some() {
+            merged.api = file.api;
         }
         if file.dns.is_some() {
             merged.dns = file.dns;

@@ -25,6 +25,19 @@ pub struct Plan {
     /// The `dns` section, when there is one: routing's IP strategies and freedom's UseIP*
     /// resolve through it; without it they use the system resolver.
     pub dns: Option<DnsConfig>,
+    /// The `api` section: Xray's gRPC API.
+    pub api: Option<ApiPlan>,
+}
+
+/// `api`: where Xray's gRPC API is served and which services.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiPlan {
+    /// The outbound tag routing rules send API connections to (Xray's older form).
+    pub tag: Option<String>,
+    /// Served directly on this address.
+    pub listen: Option<std::net::SocketAddr>,
+    /// The services to serve, of those skiff has (`StatsService`, `LoggerService`).
+    pub services: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -16,6 +16,11 @@ impl Counter {
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
+    /// The value, leaving zero behind in the same step (Xray's `reset`): bytes counted while
+    /// it is read are in either this reading or the next, never lost.
+    pub fn take(&self) -> u64 {
+        self.0.swap(0, Ordering::Relaxed)
+    }
 }
 
 /// Counters by Xray's names: `inbound>>>TAG>>>traffic>>>uplink`, `user>>>EMAIL>>>traffic>>>downlink`…
@@ -42,12 +47,48 @@ impl Stats {
         map.entry(name.to_owned()).or_default().clone()
     }
 
+    /// The counter with this name when `listed` (the policy asks for it: the API and the
+    /// metrics show it), else one of its own that nothing lists, so that the connection's
+    /// path is the same either way.
+    pub fn counter_if(&self, listed: bool, name: &str) -> Arc<Counter> {
+        if listed {
+            self.counter(name)
+        } else {
+            Arc::default()
+        }
+    }
+
     pub fn get(&self, name: &str) -> Option<u64> {
         let map = self
             .counters
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         map.get(name).map(|c| c.get())
+    }
+
+    /// The named counter, if anything has created it.
+    pub fn find(&self, name: &str) -> Option<Arc<Counter>> {
+        let map = self
+            .counters
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        map.get(name).cloned()
+    }
+
+    /// The counters Xray also has (by Xray's names, so not `relay>>>…`) whose name contains
+    /// `pattern`, sorted by name.
+    pub fn matching(&self, pattern: &str) -> Vec<(String, Arc<Counter>)> {
+        let map = self
+            .counters
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut found: Vec<_> = map
+            .iter()
+            .filter(|(name, _)| name.contains(pattern))
+            .map(|(name, c)| (name.clone(), c.clone()))
+            .collect();
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        found
     }
 
     /// Every counter and its value, sorted by name.

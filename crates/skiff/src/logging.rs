@@ -1,8 +1,10 @@
 //! The error log (Xray's `log.error` and `loglevel`) through tracing. Per-packet events stay at
 //! debug; info tells an operator what listens where and what failed to start.
 
-use std::fs::OpenOptions;
-use std::sync::Mutex;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use skiff_config::{LogLevel, LogPlan, LogTarget};
 use tracing::level_filters::LevelFilter;
@@ -22,14 +24,56 @@ pub fn init(plan: &LogPlan) -> std::io::Result<()> {
         LogTarget::Off => return Ok(()),
         LogTarget::Stderr => builder.with_writer(std::io::stderr).try_init(),
         LogTarget::File(path) => {
-            let file = OpenOptions::new().create(true).append(true).open(path)?;
+            let file = ReopenableFile::open(path.clone())?;
+            let reopen = file.clone();
+            let _ = skiff_app::access_log::ERROR_LOG_REOPEN.set(Box::new(move || reopen.reopen()));
             builder
                 .with_ansi(false)
-                .with_writer(Mutex::new(file))
+                .with_writer(move || file.clone())
                 .try_init()
         }
     };
     // A second init (tests) keeps the first subscriber; that is fine.
     let _ = result;
     Ok(())
+}
+
+/// The error log's file, opened again on request (the API's RestartLogger, after a
+/// logrotate moved it away): every clone writes to the current file.
+#[derive(Clone)]
+struct ReopenableFile {
+    path: PathBuf,
+    file: Arc<Mutex<File>>,
+}
+
+impl ReopenableFile {
+    fn open(path: PathBuf) -> std::io::Result<ReopenableFile> {
+        let file = OpenOptions::new().create(true).append(true).open(&path)?;
+        Ok(ReopenableFile {
+            path,
+            file: Arc::new(Mutex::new(file)),
+        })
+    }
+
+    fn reopen(&self) -> std::io::Result<()> {
+        let fresh = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
+        *self.file.lock().unwrap_or_else(|p| p.into_inner()) = fresh;
+        Ok(())
+    }
+}
+
+impl Write for ReopenableFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.lock().unwrap_or_else(|p| p.into_inner()).flush()
+    }
 }

@@ -31,7 +31,15 @@ pub async fn start(json: &str) -> Running {
                 .join("\n")
         )
     });
-    Running::start(&loaded.plan).await.expect("instance starts")
+    // The tests read inbound and outbound counters, which only the system policy lists.
+    let mut plan = loaded.plan;
+    plan.policy.system = skiff_config::SystemPolicy {
+        stats_inbound_uplink: true,
+        stats_inbound_downlink: true,
+        stats_outbound_uplink: true,
+        stats_outbound_downlink: true,
+    };
+    Running::start(&plan).await.expect("instance starts")
 }
 
 /// A port that was free a moment ago on 127.0.0.1.

@@ -2,6 +2,7 @@
 //! on, so one run lists as many problems as possible; an item with an error is left out of
 //! the plan, and the caller discards the plan when any error was reported.
 
+mod api;
 mod assets;
 mod dns;
 mod fallback_loops;
@@ -52,6 +53,11 @@ pub fn build(merged: &Merged, diags: &mut Vec<Diagnostic>) -> Plan {
         outbounds.push(default_outbound());
         outbound_tags.insert(DEFAULT_OUTBOUND_TAG.to_owned());
     }
+    let api = api::build_api(merged.api.as_ref(), diags);
+    // Xray's older API form routes an inbound to the API's tag as if it were an outbound.
+    if let Some(tag) = api.as_ref().and_then(|a| a.tag.clone()) {
+        outbound_tags.insert(tag);
+    }
     let inbound_tags: HashSet<String> = merged
         .inbounds
         .iter()
@@ -79,6 +85,7 @@ pub fn build(merged: &Merged, diags: &mut Vec<Diagnostic>) -> Plan {
         routing,
         policy,
         dns,
+        api,
     }
 }
 
@@ -121,6 +128,8 @@ fn lower(value: Option<&str>) -> Option<String> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_api;
 #[cfg(test)]
 mod tests_dns;
 

@@ -323,12 +323,10 @@ fn tunnel(s: TunnelSettings, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Option<T
             0
         }
         _ if follow_redirect => 0,
-        _ => {
-            diags.push(loc.key(port_key).error(
-                "missing `port`: dokodemo-door needs a destination port (1-65535) unless followRedirect is true",
-            ));
-            0
-        }
+        // Xray accepts this without a word: its own API example leaves the port out of the
+        // dokodemo-door a rule routes to the API, where nothing is dialled. Routed anywhere
+        // else, the connection fails at connect, naming port 0.
+        _ => 0,
     };
     let (network_key, network) = match (&s.network, &s.allowed_network) {
         (Some(n), _) => ("network", Some(n)),

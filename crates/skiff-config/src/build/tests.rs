@@ -299,11 +299,14 @@ fn tunnel_settings() {
         "inbounds[0].settings.address",
         "missing `address`",
     );
-    has_error(
-        &inbound(r#""dokodemo-door", "settings": {"address": "a.b"}"#),
-        "inbounds[0].settings.port",
-        "missing `port`",
-    );
+    // As in Xray, where the API's dokodemo-door has no port.
+    let plan = ok(&inbound(
+        r#""dokodemo-door", "settings": {"address": "a.b"}"#,
+    ));
+    let InboundProtocol::Tunnel(t) = &plan.inbounds[0].protocol else {
+        panic!("a tunnel");
+    };
+    assert_eq!(t.port, 0);
     has_error(
         &inbound(r#""dokodemo-door""#),
         "inbounds[0].settings.address",

@@ -41,6 +41,7 @@ pub struct ParsedFile {
     pub routing: Option<Item<RawRouting>>,
     pub policy: Option<Item<RawPolicy>>,
     pub dns: Option<Item<RawDns>>,
+    pub api: Option<Item<top::RawApi>>,
     pub damage: Damage,
 }
 
@@ -81,7 +82,6 @@ impl Damage {
 /// Top-level sections of Xray configs that skiff does not implement yet. Setting one is an
 /// error naming it; `null`, `{}` and `[]` configure nothing and are accepted.
 const UNSUPPORTED_SECTIONS: &[&str] = &[
-    "api",
     "reverse",
     "fakedns",
     "fakeDns",
@@ -136,6 +136,7 @@ pub fn parse_file(name: &str, text: &str, diags: &mut Vec<Diagnostic>) -> Option
         outbounds: None,
         routing: None,
         policy: None,
+        api: None,
         dns: None,
         damage: Damage::default(),
     };
@@ -152,6 +153,7 @@ pub fn parse_file(name: &str, text: &str, diags: &mut Vec<Diagnostic>) -> Option
             "log" => parsed.log = section(value, loc, diags),
             "routing" => parsed.routing = section(value, loc, diags),
             "policy" => parsed.policy = section(value, loc, diags),
+            "api" => parsed.api = section(value, loc, diags),
             "dns" => parsed.dns = section(value, loc, diags),
             "stats" => {
                 let _: Option<Item<RawStats>> = section(value, loc, diags);

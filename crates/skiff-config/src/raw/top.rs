@@ -129,3 +129,13 @@ pub struct RawSystem {
 /// accepted and has no fields (any key in it gets the unknown-key warning).
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct RawStats {}
+
+/// Xray's `api`: the gRPC API's services, reached on `listen` or through an inbound routed
+/// to `tag` (Xray's older form).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawApi {
+    pub tag: Option<String>,
+    pub listen: Option<String>,
+    pub services: Option<Vec<String>>,
+}
