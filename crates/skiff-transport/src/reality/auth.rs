@@ -79,7 +79,7 @@ pub(crate) mod tests {
         whole[4..8].copy_from_slice(&fields.unix_time.to_be_bytes());
         whole[8..16].copy_from_slice(&fields.short_id);
         let key = AeadKey::new(AeadKind::Aes256Gcm, auth_key).unwrap();
-        key.seal_in_place(&client_hello[26..38].to_vec(), &aad, &mut whole);
+        key.seal_in_place(&client_hello[26..38], &aad, &mut whole);
         client_hello[SESSION_ID_OFFSET..end].copy_from_slice(&whole);
     }
 

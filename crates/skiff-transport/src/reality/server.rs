@@ -253,7 +253,7 @@ impl RealityServer {
                 .duration_since(UNIX_EPOCH)
                 .unwrap_or_default();
             let then = Duration::from_secs(u64::from(fields.unix_time));
-            let diff = if now > then { now - then } else { then - now };
+            let diff = now.abs_diff(then);
             if diff > max {
                 return Err("client time outside maxTimeDiff");
             }
