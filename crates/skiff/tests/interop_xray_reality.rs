@@ -110,6 +110,9 @@ async fn exchange(
     (total, hasher.finalize().into())
 }
 
+/// Bytes received and their SHA-256.
+type Measured = (u64, [u8; 32]);
+
 /// The inner TLS pair's ends: A connects to `b_port`, D accepts on `d` and the two
 /// exchange `bulk` bytes each way. Returns (what D received, what A received).
 fn transfer(
@@ -118,7 +121,7 @@ fn transfer(
     b_port: u16,
     dir: &Path,
     bulk: u64,
-) -> Result<((u64, [u8; 32]), (u64, [u8; 32])), tokio::time::error::Elapsed> {
+) -> Result<(Measured, Measured), tokio::time::error::Elapsed> {
     let (cert, key) = certificate(dir);
     let pem = |p: &Path| std::fs::read_to_string(p).unwrap();
     let inner_server = TlsServer::new(&TlsServerOptions {
@@ -242,9 +245,11 @@ fn run_tcp_against(
         Client::Xray => {
             let config = xray_client_config(
                 "tcp",
-                b_port,
-                d_port,
-                c_port,
+                Ports {
+                    listen: b_port,
+                    target: d_port,
+                    server: c_port,
+                },
                 flow,
                 &keys.public,
                 SHORT_ID,
@@ -330,9 +335,11 @@ fn run_udp(xray: &Path, flow: &str, name: &str) {
     let b_log = dir.path().join("b.log");
     let config = xray_client_config(
         "udp",
-        b_port,
-        echo_port,
-        c_port,
+        Ports {
+            listen: b_port,
+            target: echo_port,
+            server: c_port,
+        },
         flow,
         &keys.public,
         SHORT_ID,
@@ -385,9 +392,11 @@ fn run_refused(xray: &Path, extra: serde_json::Value, short_id: &str, why: &str,
     let b_log = dir.path().join("b.log");
     let config = xray_client_config(
         "tcp",
-        b_port,
-        9,
-        c_port,
+        Ports {
+            listen: b_port,
+            target: 9,
+            server: c_port,
+        },
         VISION,
         &keys.public,
         short_id,

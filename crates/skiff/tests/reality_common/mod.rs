@@ -98,18 +98,29 @@ pub fn server_config(port: u16, flow: &str, reality: serde_json::Value, log: &Pa
     .to_string()
 }
 
-/// Xray's client: dokodemo-door on `listen` (network "tcp" or "udp") to 127.0.0.1:`target`
-/// through VLESS + REALITY to the server on `server`.
+/// The ports of a client in the chain: it listens on `listen`, forwards to 127.0.0.1:`target`
+/// through the REALITY server on `server`.
+#[derive(Clone, Copy)]
+pub struct Ports {
+    pub listen: u16,
+    pub target: u16,
+    pub server: u16,
+}
+
+/// Xray's client: dokodemo-door (network "tcp" or "udp") through VLESS + REALITY.
 pub fn xray_client_config(
     network: &str,
-    listen: u16,
-    target: u16,
-    server: u16,
+    ports: Ports,
     flow: &str,
     public: &str,
     short_id: &str,
     log: &Path,
 ) -> String {
+    let Ports {
+        listen,
+        target,
+        server,
+    } = ports;
     serde_json::json!({
         "log": { "loglevel": "debug", "error": log, "access": "none" },
         "inbounds": [{ "listen": "127.0.0.1", "port": listen, "protocol": "dokodemo-door",
