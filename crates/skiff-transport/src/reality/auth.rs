@@ -59,29 +59,33 @@ pub fn open_session_id(auth_key: &[u8; 32], client_hello: &[u8]) -> Option<Sessi
     })
 }
 
-#[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-
-    /// The client's side, for tests: seals `fields` into the session ID of `client_hello`
-    /// in place, as Xray's client does.
-    pub(crate) fn seal_session_id(
-        auth_key: &[u8; 32],
-        fields: &SessionFields,
-        client_hello: &mut [u8],
-    ) {
-        let end = SESSION_ID_OFFSET + SESSION_ID_LEN;
-        client_hello[SESSION_ID_OFFSET..end].fill(0);
-        let aad = client_hello.to_vec();
-        // Plaintext in the first 16 bytes, room for the tag after it.
-        let mut whole = [0u8; SESSION_ID_LEN];
-        whole[..3].copy_from_slice(&fields.version);
-        whole[4..8].copy_from_slice(&fields.unix_time.to_be_bytes());
-        whole[8..16].copy_from_slice(&fields.short_id);
-        let key = AeadKey::new(AeadKind::Aes256Gcm, auth_key).unwrap();
-        key.seal_in_place(&client_hello[26..38], &aad, &mut whole);
-        client_hello[SESSION_ID_OFFSET..end].copy_from_slice(&whole);
+/// The client's side, for tests and the fuzz entry point: seals `fields` into the session
+/// ID of `client_hello` (a handshake message with a 32-byte session ID) in place, as Xray's
+/// client does. A message too short to hold one is left alone.
+pub(crate) fn seal_session_id(
+    auth_key: &[u8; 32],
+    fields: &SessionFields,
+    client_hello: &mut [u8],
+) {
+    let end = SESSION_ID_OFFSET + SESSION_ID_LEN;
+    if client_hello.len() < end {
+        return;
     }
+    client_hello[SESSION_ID_OFFSET..end].fill(0);
+    let aad = client_hello.to_vec();
+    // Plaintext in the first 16 bytes, room for the tag after it.
+    let mut whole = [0u8; SESSION_ID_LEN];
+    whole[..3].copy_from_slice(&fields.version);
+    whole[4..8].copy_from_slice(&fields.unix_time.to_be_bytes());
+    whole[8..16].copy_from_slice(&fields.short_id);
+    let key = AeadKey::new(AeadKind::Aes256Gcm, auth_key).unwrap();
+    key.seal_in_place(&client_hello[26..38], &aad, &mut whole);
+    client_hello[SESSION_ID_OFFSET..end].copy_from_slice(&whole);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     #[test]
     fn a_sealed_session_id_opens_with_its_key_only() {
