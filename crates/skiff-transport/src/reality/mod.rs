@@ -3,14 +3,16 @@
 //!
 //! * [`auth`]: the shared key and the sealed session ID.
 //! * [`server`]: the server (`server_parse` reads the hellos, `server_cert` makes the
-//!   temporary certificate, `server_forward` relays to the target, `server_replay` remembers
-//!   recent hellos); `server_layer` makes it a [`skiff_core::ServerLayer`].
+//!   temporary certificate, `server_padding` gives its handshake records the target's
+//!   lengths, `server_forward` relays to the target, `server_replay` remembers recent
+//!   hellos); `server_layer` makes it a [`skiff_core::ServerLayer`].
 
 pub mod auth;
 pub mod server;
 mod server_cert;
 mod server_forward;
 mod server_layer;
+mod server_padding;
 pub mod server_parse;
 mod server_replay;
 

@@ -23,11 +23,12 @@
 //! target's, disables tickets and resumption as REALITY does, and resolves to the temporary
 //! certificate. That keeps the TLS state machine the one already tested, and hands the
 //! finished session to our record layer (`tls/records.rs`) exactly as the TLS inbound does,
-//! so XTLS Vision's splice works over REALITY unchanged. What it gives up: REALITY pads its
-//! encrypted handshake records to the target's record lengths, and sends empty records
-//! shaped like the target's session tickets; rustls cannot, so our server's record lengths
-//! after the ServerHello are rustls' own. A handshake of our own could match them; it is the
-//! known gap of this choice.
+//! so XTLS Vision's splice works over REALITY unchanged. rustls cannot pad records, which
+//! REALITY does to give its flight the target's record lengths; [`super::server_padding`]
+//! re-frames rustls' encrypted flight to those lengths (it learns the handshake key from
+//! this connection's key log). Still not matched: the empty records REALITY sends after the
+//! handshake in the shape of the target's session tickets (Xray learns those lengths by
+//! probing the target at startup).
 
 use std::io;
 use std::net::SocketAddr;
@@ -46,6 +47,9 @@ use tokio_rustls::TlsAcceptor;
 use super::auth::{SessionFields, open_session_id, reality_auth_key};
 use super::server_cert::{OneCertificate, temporary_certificate};
 use super::server_forward::forward;
+use super::server_padding::{
+    FlightRead, Reframe, SecretCapture, TargetRecords, read_target_flight,
+};
 use super::server_parse::{
     ClientHello, GROUP_X25519, GROUP_X25519_MLKEM768, HelloRead, MAX_CLIENT_HELLO_BYTES,
     TLS13_AES_128_GCM_SHA256, TLS13_AES_256_GCM_SHA384, TLS13_CHACHA20_POLY1305_SHA256,
@@ -173,7 +177,7 @@ impl RealityServer {
         };
         let choice =
             match timeout(TARGET_TIMEOUT, target_choice(&mut target, &mut from_target)).await {
-                Ok(Ok(Some(choice))) if auth.hello.has_share(choice.group) => choice,
+                Ok(Ok(Some(choice))) if auth.hello.has_share(choice.0.group) => choice,
                 Ok(Ok(_)) => {
                     return Err(self.forward(
                         client,
@@ -194,14 +198,21 @@ impl RealityServer {
                     ));
                 }
             };
+        let (choice, records) = choice;
         // The target served its purpose; REALITY closes it here too.
         drop(target);
         self.log(
             source,
             "authenticated; handshake with the temporary certificate",
         );
-        let config = self.config(choice, &auth.auth_key)?;
-        let stream: BoxStream = Box::new(Prefixed::new(Bytes::from(from_client), client));
+        let capture = Arc::new(SecretCapture::default());
+        let config = self.config(choice, &auth.auth_key, capture.clone())?;
+        let stream: BoxStream = Box::new(Reframe::new(
+            Box::new(Prefixed::new(Bytes::from(from_client), client)),
+            choice.cipher_suite,
+            records,
+            capture,
+        ));
         let mut tls = TlsAcceptor::from(config)
             .accept(ReadAhead::new(stream))
             .await?;
@@ -270,7 +281,12 @@ impl RealityServer {
 
     /// The per-connection rustls configuration: TLS 1.3 only, the target's suite and group,
     /// no ALPN, no tickets, no resumption (REALITY's server settings).
-    fn config(&self, choice: TargetChoice, auth_key: &[u8; 32]) -> io::Result<Arc<ServerConfig>> {
+    fn config(
+        &self,
+        choice: TargetChoice,
+        auth_key: &[u8; 32],
+        capture: Arc<SecretCapture>,
+    ) -> io::Result<Arc<ServerConfig>> {
         use rustls::crypto::aws_lc_rs::{cipher_suite, kx_group};
         let suite = match choice.cipher_suite {
             TLS13_AES_128_GCM_SHA256 => cipher_suite::TLS13_AES_128_GCM_SHA256,
@@ -297,6 +313,8 @@ impl RealityServer {
         config.send_tls13_tickets = 0;
         config.session_storage = Arc::new(NoServerSessionStorage {});
         config.enable_secret_extraction = true;
+        // This connection's handshake secret, for re-framing its flight (server_padding).
+        config.key_log = capture;
         Ok(Arc::new(config))
     }
 
@@ -433,24 +451,44 @@ async fn peek_hello(
     }
 }
 
-/// Phase 2: the target's first record, for its suite and group. None: not usable.
+/// Phase 2: the target's ServerHello (for its suite and group), then the lengths of the
+/// records of its flight (for ours). None: no usable ServerHello.
 async fn target_choice(
     target: &mut BoxStream,
     from_target: &mut Vec<u8>,
-) -> io::Result<Option<TargetChoice>> {
+) -> io::Result<Option<(TargetChoice, TargetRecords)>> {
     let mut chunk = [0u8; 4096];
+    let mut choice = None;
     loop {
-        match read_target_hello(from_target) {
-            TargetHello::Usable(choice, _) => return Ok(Some(choice)),
-            TargetHello::Unusable => return Ok(None),
-            TargetHello::Incomplete if from_target.len() >= MAX_TARGET_HELLO_BYTES => {
-                return Ok(None);
-            }
-            TargetHello::Incomplete => {}
+        match choice {
+            None => match read_target_hello(from_target) {
+                TargetHello::Usable(c, used) => {
+                    // The flight may have come in the same read: look at it before reading.
+                    choice = Some((c, used));
+                    continue;
+                }
+                TargetHello::Unusable => return Ok(None),
+                TargetHello::Incomplete => {}
+            },
+            Some((c, used)) => match read_target_flight(&from_target[used..]) {
+                FlightRead::Done(records) => return Ok(Some((c, records))),
+                FlightRead::Incomplete(records) if from_target.len() >= MAX_TARGET_HELLO_BYTES => {
+                    return Ok(Some((c, records)));
+                }
+                FlightRead::Incomplete(_) => {}
+            },
+        }
+        if choice.is_none() && from_target.len() >= MAX_TARGET_HELLO_BYTES {
+            return Ok(None);
         }
         let n = target.read(&mut chunk).await?;
         if n == 0 {
-            return Ok(None);
+            return Ok(choice.map(|(c, used)| {
+                let records = match read_target_flight(&from_target[used..]) {
+                    FlightRead::Done(r) | FlightRead::Incomplete(r) => r,
+                };
+                (c, records)
+            }));
         }
         from_target.extend_from_slice(&chunk[..n]);
     }
