@@ -347,7 +347,7 @@ impl RealityServer {
 
 /// Fuzz entry point: any bytes as the client's first flight (reassembly, parsing and
 /// authentication, including a session ID re-sealed with the right key so the checks after
-/// the AEAD run too) and as the target's first record. Never panics.
+/// the AEAD run too) and as the target's first record and flight. Never panics.
 #[doc(hidden)]
 pub fn fuzz_reality(data: &[u8]) {
     use super::auth::seal_session_id;
@@ -375,6 +375,7 @@ pub fn fuzz_reality(data: &[u8]) {
         RealityServer::new(options, Arc::new(NoTarget)).expect("fuzz server")
     });
     let _ = read_target_hello(data);
+    let _ = read_target_flight(data);
     let message = match read_client_hello(data) {
         HelloRead::Complete(message, used) => {
             assert!(used <= data.len());

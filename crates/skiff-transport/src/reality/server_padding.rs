@@ -412,6 +412,18 @@ impl ProxyStream for Reframe {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any bytes: an answer, never a panic, and lengths only from headers it read.
+        #[test]
+        fn target_flight_reading_never_panics(input in proptest::collection::vec(any::<u8>(), 0..2000)) {
+            let (FlightRead::Done(seen) | FlightRead::Incomplete(seen)) = read_target_flight(&input);
+            for len in seen.lengths {
+                prop_assert!(len == 0 || (RECORD_HEADER_LEN..=RECORD_HEADER_LEN + 65535).contains(&len));
+            }
+        }
+    }
 
     fn record(kind: u8, len: usize) -> Vec<u8> {
         let mut r = vec![kind, 3, 3, (len >> 8) as u8, len as u8];
