@@ -268,6 +268,7 @@ impl Reframe {
         if self.stage == Stage::Through {
             let rest = std::mem::take(&mut self.incoming);
             self.out.extend_from_slice(&rest);
+            self.forget_secret();
         }
     }
 
@@ -281,6 +282,18 @@ impl Reframe {
         let originals = std::mem::take(&mut self.originals);
         self.out.extend_from_slice(&originals);
         self.stage = Stage::Through;
+        self.forget_secret();
+    }
+
+    /// The handshake secret is not kept for the connection's life once the flight is out.
+    fn forget_secret(&mut self) {
+        if let Ok(mut secret) = self.capture.0.lock()
+            && let Some(bytes) = secret.as_mut()
+        {
+            bytes.fill(0);
+            *secret = None;
+        }
+        self.messages.clear();
     }
 
     /// Once the opened messages end with a whole Finished: the flight in the target's
