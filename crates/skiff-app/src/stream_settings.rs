@@ -26,6 +26,13 @@ pub fn server_stack(plan: &StreamPlan) -> Result<ServerStack, String> {
     if let StreamSecurity::Tls(t) = &plan.security {
         layers.push(Arc::new(TlsServer::new(&server_tls(t))?));
     }
+    if let StreamSecurity::Reality(r) = &plan.security {
+        let server = r
+            .server
+            .as_ref()
+            .ok_or("realitySettings of an inbound without its server keys")?;
+        layers.push(Arc::new(crate::reality_target::server(server, r.show)?));
+    }
     let base = match &plan.network {
         StreamNetwork::Tcp => ServerBase::Tcp,
         StreamNetwork::HttpHeader(h) => {
@@ -66,6 +73,9 @@ pub fn client_dialer(
     let server_name = match &plan.security {
         StreamSecurity::Tls(t) => t.server_name.clone().unwrap_or_else(|| server.to_string()),
         StreamSecurity::None => server.to_string(),
+        StreamSecurity::Reality(_) => {
+            return Err("REALITY client not built yet: security \"reality\" works on inbounds only in this version of skiff".into());
+        }
     };
     let mut layers: Vec<Arc<dyn ClientLayer>> = Vec::new();
     if let StreamSecurity::Tls(t) = &plan.security {

@@ -64,6 +64,15 @@ pub fn hkdf_sha256_expand_label(prk: &[u8], label: &[u8], out: &mut [u8]) {
     expand_label(&Prk::new_less_safe(HKDF_SHA256, prk), label, out);
 }
 
+/// HKDF-Expand-Label over SHA-384 (TLS 1.3's TLS_AES_256_GCM_SHA384 key schedule).
+pub fn hkdf_sha384_expand_label(prk: &[u8], label: &[u8], out: &mut [u8]) {
+    expand_label(
+        &Prk::new_less_safe(aws_lc_rs::hkdf::HKDF_SHA384, prk),
+        label,
+        out,
+    );
+}
+
 impl InitialKeys {
     /// The client's keys for `version` (v1 or v2) and Destination Connection ID `dcid`;
     /// None for a version without published Initial salts.
