@@ -66,6 +66,16 @@ fn stream_settings(e: &Endpoint) -> Value {
         }
         _ => {}
     }
+    if let Security::Reality {
+        server_name,
+        public_key,
+        short_id,
+    } = &e.security
+    {
+        stream["security"] = json!("reality");
+        stream["realitySettings"] = json!({ "serverName": server_name, "fingerprint": "chrome",
+            "publicKey": public_key, "shortId": short_id, "spiderX": "/" });
+    }
     if let Security::Tls {
         server_name,
         alpn,

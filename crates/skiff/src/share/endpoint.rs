@@ -86,6 +86,14 @@ pub enum Security {
         /// `pcs`: the SHA-256 of the server's certificate, hex, when `--pin` asks for it.
         pinned_sha256: Option<String>,
     },
+    Reality {
+        /// `sni`: the first of the server's `serverNames`.
+        server_name: String,
+        /// `pbk`: the server's public key, base64url as `xray x25519` prints it.
+        public_key: String,
+        /// `sid`: the first short id, hex ("" when the server allows an empty one).
+        short_id: String,
+    },
 }
 
 /// What `skiff share` was asked for.
@@ -204,6 +212,14 @@ fn of_inbound(inbound: &InboundPlan, selection: &Selection) -> Result<Vec<Endpoi
         .ok_or("it has no port")?;
     let transport = transport(&inbound.stream)?;
     let security = security(&inbound.stream, &address, selection.pin)?;
+    if matches!(security, Security::Reality { .. })
+        && matches!(
+            inbound.protocol,
+            InboundProtocol::Vmess(_) | InboundProtocol::Shadowsocks(_)
+        )
+    {
+        return Err("vmess:// and ss:// links have no REALITY fields".into());
+    }
     Ok(credentials
         .into_iter()
         .map(|(credential, email)| Endpoint {
@@ -282,6 +298,37 @@ fn security(stream: &StreamPlan, address: &str, pin: bool) -> Result<Security, S
                 server_name,
                 alpn: t.alpn.clone(),
                 pinned_sha256,
+            }
+        }
+        StreamSecurity::Reality(r) => {
+            let server = r
+                .server
+                .as_ref()
+                .ok_or("its REALITY settings are a client's")?;
+            let server_name = server
+                .server_names
+                .first()
+                .cloned()
+                .ok_or("its REALITY settings list no serverNames")?;
+            let public_key = {
+                use base64::Engine;
+                let public = skiff_crypto::x25519::public_key(&server.private_key);
+                base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(public)
+            };
+            // Stored zero-padded to 8 bytes; trailing zero bytes authenticate the same either
+            // way, so the shortest form is given.
+            let short_id = server
+                .short_ids
+                .first()
+                .map(|id| {
+                    let len = id.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
+                    id[..len].iter().map(|b| format!("{b:02x}")).collect()
+                })
+                .unwrap_or_default();
+            Security::Reality {
+                server_name,
+                public_key,
+                short_id,
             }
         }
     })

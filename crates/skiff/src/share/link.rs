@@ -91,6 +91,19 @@ fn security_query(security: &Security) -> Vec<(&'static str, String)> {
             ("alpn", alpn.join(",")),
             ("pcs", pinned_sha256.clone().unwrap_or_default()),
         ],
+        Security::Reality {
+            server_name,
+            public_key,
+            short_id,
+        } => vec![
+            ("security", "reality".into()),
+            ("sni", server_name.clone()),
+            // REALITY only works with a browser's ClientHello; Chrome's is Xray's default.
+            ("fp", "chrome".into()),
+            ("pbk", public_key.clone()),
+            ("sid", short_id.clone()),
+            ("spx", "/".into()),
+        ],
     }
 }
 
@@ -106,7 +119,8 @@ fn transport_query(t: &Transport) -> Vec<(&'static str, String)> {
 /// v2rayN's VMess JSON: every value a string, as v2rayN writes it.
 fn vmess_json(e: &Endpoint, id: &str) -> String {
     let (tls, sni, alpn) = match &e.security {
-        Security::None => ("", String::new(), String::new()),
+        // v2rayN's VMess JSON has no REALITY fields (REALITY is a VLESS setup).
+        Security::None | Security::Reality { .. } => ("", String::new(), String::new()),
         Security::Tls {
             server_name, alpn, ..
         } => (
@@ -192,6 +206,27 @@ mod tests {
         assert_eq!(
             link(&e),
             "ss://2022-blake3-aes-128-gcm:AAAA%2B%2F%3D%3D%3ABBBB@[::1]:443#a%40b%20c"
+        );
+    }
+
+    #[test]
+    fn vless_reality_link_has_the_share_proposals_fields() {
+        let mut e = endpoint(Credential::Vless {
+            id: "b831381d-6324-4d53-ad4f-8cda48b30811".into(),
+            flow: Some("xtls-rprx-vision"),
+        });
+        e.transport = Transport {
+            network: "tcp",
+            ..Transport::default()
+        };
+        e.security = Security::Reality {
+            server_name: "www.example.com".into(),
+            public_key: "PUB_key-0".into(),
+            short_id: "6ba8".into(),
+        };
+        assert_eq!(
+            link(&e),
+            "vless://b831381d-6324-4d53-ad4f-8cda48b30811@example.com:443?encryption=none&flow=xtls-rprx-vision&security=reality&sni=www.example.com&fp=chrome&pbk=PUB_key-0&sid=6ba8&spx=%2F&type=tcp#a%40b%20c"
         );
     }
 
