@@ -104,6 +104,7 @@ pub enum InboundProtocol {
     Shadowsocks(ShadowsocksInbound),
     Vmess(VmessInbound),
     Kcptun(KcptunInbound),
+    Udpspeeder(crate::plan_udpspeeder::UdpspeederInbound),
 }
 
 impl InboundProtocol {
@@ -178,6 +179,7 @@ pub enum OutboundProtocol {
     Shadowsocks(ShadowsocksOutbound),
     Vmess(VmessOutbound),
     Kcptun(KcptunOutbound),
+    Udpspeeder(crate::plan_udpspeeder::UdpspeederOutbound),
     /// Xray's `dns` outbound, its settings as skiff-dns takes them.
     Dns(skiff_dns::outbound::DnsOutboundConfig),
 }

@@ -82,8 +82,18 @@ impl FecSession {
         out: &mut Vec<(u32, Vec<u8>)>,
     ) -> Result<(), Error> {
         let len = self.cook.uncook(datagram)?;
+        self.receive_uncooked(&datagram[..len], out)
+    }
+
+    /// `receive` for a datagram the caller already uncooked (a server checks the outer layer
+    /// before it gives an address any state, as speederv2 does).
+    pub fn receive_uncooked(
+        &mut self,
+        packet: &[u8],
+        out: &mut Vec<(u32, Vec<u8>)>,
+    ) -> Result<(), Error> {
         self.inner.clear();
-        let result = self.decoder.input(&datagram[..len], &mut self.inner);
+        let result = self.decoder.input(packet, &mut self.inner);
         for packet in self.inner.drain(..) {
             if packet.len() < CONV_LEN {
                 continue; // speederv2 skips such packets too
