@@ -111,7 +111,7 @@ mod tests {
         };
         let mut packet = b"hello world".to_vec();
         options.cook(&mut packet);
-        assert!(packet.len() >= 11 + 4 + OBSCURE_MIN + 1);
+        assert!(packet.len() > 11 + 4 + OBSCURE_MIN);
         let len = options.uncook(&mut packet).unwrap();
         assert_eq!(&packet[..len], b"hello world");
     }

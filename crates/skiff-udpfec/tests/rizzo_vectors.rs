@@ -92,7 +92,7 @@ fn decode(datagrams: &[&str], keep: &[usize]) -> Vec<(u32, Vec<u8>)> {
 #[test]
 fn decodes_speederv2_mode1_with_two_data_shards_lost() {
     let mut got = decode(&MODE1, &[1, 3, 4]);
-    got.sort_by(|a, b| a.1.len().cmp(&b.1.len()));
+    got.sort_by_key(|a| a.1.len());
     let want: Vec<(u32, Vec<u8>)> = PAYLOADS.iter().map(|p| (CONV, p.to_vec())).collect();
     assert_eq!(got, want);
 }

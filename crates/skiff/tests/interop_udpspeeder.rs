@@ -262,10 +262,6 @@ fn run_traffic(port: u16) -> Tally {
     collector.join().unwrap()
 }
 
-fn check(label: &str, echo: &Echo, tally: &Tally) {
-    check_within(label, echo, tally, LOSS_LIMIT);
-}
-
 /// Prints the tally; asserts nothing corrupted and loss below `limit`; returns the loss.
 fn check_within(label: &str, echo: &Echo, tally: &Tally, limit: f64) -> f64 {
     let loss = 1.0 - tally.received as f64 / DATAGRAMS as f64;

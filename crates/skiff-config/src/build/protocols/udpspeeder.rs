@@ -122,30 +122,16 @@ fn tuning(
             "{e} (speederv2's -f: \"x:y\" or \"x1:y1,x2:y2,…\")"
         )));
     }
-    let mode = int(s.mode.clone(), 0, 0, 1, &loc.key("mode"), diags);
+    let mode = int(s.mode, 0, 0, 1, &loc.key("mode"), diags);
     let _ = params.set_mode(mode as u32);
-    let mtu = int(s.mtu.clone(), 1250, 100, 2000, &loc.key("mtu"), diags);
+    let mtu = int(s.mtu, 1250, 100, 2000, &loc.key("mtu"), diags);
     let _ = params.set_mtu(mtu as u32);
-    let queue_len = int(
-        s.queue_len.clone(),
-        200,
-        1,
-        10_000,
-        &loc.key("queueLen"),
-        diags,
-    );
+    let queue_len = int(s.queue_len, 200, 1, 10_000, &loc.key("queueLen"), diags);
     let _ = params.set_queue_len(queue_len as u32);
-    let timeout = int(s.timeout.clone(), 8, 0, 1000, &loc.key("timeout"), diags);
+    let timeout = int(s.timeout, 8, 0, 1000, &loc.key("timeout"), diags);
     let _ = params.set_timeout_ms(timeout as u32);
     params.disable_fec = s.disable_fec.unwrap_or(false);
-    let decode_buf = int(
-        s.decode_buf.clone(),
-        2000,
-        1,
-        20_000,
-        &loc.key("decodeBuf"),
-        diags,
-    );
+    let decode_buf = int(s.decode_buf, 2000, 1, 20_000, &loc.key("decodeBuf"), diags);
     let key = s.key.clone().unwrap_or_default();
     // speederv2 reads `-k` with scanf("%s"): a key never holds whitespace or NUL, so one that
     // does could not match a real peer.
