@@ -92,6 +92,9 @@ class Relay:
             time.sleep(0.0005)
 
 
+ECHO_SEEN = set()
+
+
 def echo(stop):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     big(s)
@@ -102,6 +105,7 @@ def echo(stop):
         while not stop.is_set():
             try:
                 d, a = s.recvfrom(65535)
+                ECHO_SEEN.add(int.from_bytes(d[:4], "big"))
                 s.sendto(d, a)
             except socket.timeout:
                 pass
@@ -114,7 +118,7 @@ def start(impl, binary, role, listen, remote, args, tmp):
     log = open(os.path.join(tmp, f"{impl}-{role}.log"), "w")
     if impl == "speederv2":
         cmd = [binary, "-s" if role == "server" else "-c", "-l", f"127.0.0.1:{listen}", "-r",
-               f"127.0.0.1:{remote}", "-f", args.fec, "--mode", str(args.mode), "--log-level", "2"]
+               f"127.0.0.1:{remote}", "-f", args.fec, "--mode", str(args.mode), "--log-level", os.environ.get("SPEEDER_LOG", "2")]
     else:
         common = {"fec": args.fec, "mode": args.mode}
         if role == "server":
@@ -147,12 +151,15 @@ def main():
     ap.add_argument("--fec", default="20:10")
     ap.add_argument("--mode", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--server", nargs=2, metavar=("IMPL", "BINARY"),
+                    help="a different implementation for the server end (mixed pairs)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="lossy-")
     stop = threading.Event()
     echo_port = echo(stop)
     server_port, client_port = free_port(), free_port()
-    procs = [start(args.impl, args.binary, "server", server_port, echo_port, args, tmp)]
+    server_impl, server_binary = args.server or (args.impl, args.binary)
+    procs = [start(server_impl, server_binary, "server", server_port, echo_port, args, tmp)]
     time.sleep(0.5)
     relay = Relay(("127.0.0.1", server_port), args.loss / 100, args.delay / 1000, random.Random(args.seed))
     procs.append(start(args.impl, args.binary, "client", client_port, relay.port, args, tmp))
@@ -192,6 +199,10 @@ def main():
               f"{args.loss} % loss each way, {args.count} datagrams of {args.size} B at {args.rate}/s")
         print(f"  echoed {len(seen)}/{args.count}: round-trip loss {round_trip*100:.3f} %, "
               f"per direction {one_way*100:.3f} %")
+        lost = [q for q in range(args.count) if q not in seen]
+        if lost:
+            up = [q for q in lost if q not in ECHO_SEEN]
+            print(f"  first lost: {lost[:16]}; {len(up)} of {len(lost)} lost on the way up")
         print(f"  CPU (both tunnel processes) {cpu1-cpu0:.2f} s for {payload_gib*1024:.1f} MiB of payload "
               f"= {(cpu1-cpu0)/payload_gib:.1f} s/GiB")
     finally:
