@@ -122,12 +122,12 @@ def start(impl, binary, role, listen, remote, args, tmp):
     else:
         common = {"fec": args.fec, "mode": args.mode}
         if role == "server":
-            config = {"log": {"loglevel": "error"},
+            config = {"log": {"loglevel": os.environ.get("SKIFF_LOG", "error")},
                       "inbounds": [{"listen": "127.0.0.1", "port": listen, "protocol": "udpspeeder",
                                     "settings": dict(common, target=f"127.0.0.1:{remote}")}],
                       "outbounds": [{"protocol": "freedom"}]}
         else:
-            config = {"log": {"loglevel": "error"},
+            config = {"log": {"loglevel": os.environ.get("SKIFF_LOG", "error")},
                       "inbounds": [{"listen": "127.0.0.1", "port": listen, "protocol": "dokodemo-door",
                                     "settings": {"address": "127.0.0.1", "port": 9, "network": "udp"}}],
                       "outbounds": [{"protocol": "udpspeeder",
