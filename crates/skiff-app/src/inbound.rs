@@ -37,6 +37,8 @@ pub enum InboundKind {
     Kcptun {
         target: Address,
     },
+    /// A UDPspeeder v2 server: FEC datagrams on the UDP port, conversations to its target.
+    Udpspeeder(Arc<skiff_proto::udpspeeder::server::UdpspeederServer>),
 }
 
 pub struct InboundHandler {
@@ -164,6 +166,17 @@ impl InboundHandler {
                     false,
                 )
             }
+            InboundProtocol::Udpspeeder(u) => (
+                InboundKind::Udpspeeder(Arc::new(
+                    skiff_proto::udpspeeder::server::UdpspeederServer {
+                        config: crate::udpspeeder::config(&u.tuning),
+                        target: Address::from_host(&u.target_host, u.target_port),
+                    },
+                )),
+                0,
+                false,
+                true,
+            ),
             InboundProtocol::Vmess(v) => {
                 let users: Vec<VmessUser> = v
                     .clients
@@ -226,6 +239,8 @@ impl InboundHandler {
             InboundKind::Shadowsocks(server) => Some(&**server),
             InboundKind::Vmess(server) => Some(&**server),
             InboundKind::Kcptun { .. } => Some(&TunnelInbound),
+            // UDP only: its listener is served by `udpspeeder::server`, never by dispatch.
+            InboundKind::Udpspeeder(_) => None,
         }
     }
 
@@ -239,6 +254,7 @@ impl InboundHandler {
             InboundKind::Shadowsocks(_) => "shadowsocks",
             InboundKind::Vmess(_) => "vmess",
             InboundKind::Kcptun { .. } => "kcptun",
+            InboundKind::Udpspeeder(_) => "udpspeeder",
         }
     }
 }

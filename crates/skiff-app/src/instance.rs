@@ -207,6 +207,19 @@ impl Running {
                                     shutdown.subscribe(),
                                 )));
                             }
+                            InboundKind::Udpspeeder(server) => {
+                                let connector = RoutedPacketConnector {
+                                    shared: shared.clone(),
+                                    inbound: inbound.clone(),
+                                };
+                                tasks.push(tokio::spawn(skiff_proto::udpspeeder::server::serve(
+                                    inbound.tag.clone(),
+                                    socket,
+                                    server.clone(),
+                                    Arc::new(connector),
+                                    shutdown.subscribe(),
+                                )));
+                            }
                             InboundKind::Shadowsocks(server) => {
                                 let connector = RoutedPacketConnector {
                                     shared: shared.clone(),

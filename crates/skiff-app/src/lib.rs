@@ -18,6 +18,7 @@ mod stream_settings;
 mod tunnel;
 mod udp;
 mod udp_stream;
+mod udpspeeder;
 
 pub mod instance;
 pub mod limits;

@@ -149,6 +149,13 @@ fn make(
             },
             dialer: server_dialer(plan, &ss.address, via)?,
         }),
+        OutboundProtocol::Udpspeeder(u) => {
+            Arc::new(skiff_proto::udpspeeder::client::UdpspeederClient::new(
+                crate::udpspeeder::config(&u.tuning),
+                u.address.clone(),
+                u.port,
+            ))
+        }
         OutboundProtocol::Kcptun(k) => {
             let server = Address::from_host(&k.address, k.port);
             Arc::new(KcptunOutbound {

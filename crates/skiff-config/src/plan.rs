@@ -117,6 +117,7 @@ pub enum InboundProtocol {
     Shadowsocks(ShadowsocksInbound),
     Vmess(VmessInbound),
     Kcptun(KcptunInbound),
+    Udpspeeder(crate::plan_udpspeeder::UdpspeederInbound),
 }
 
 impl InboundProtocol {
@@ -191,6 +192,7 @@ pub enum OutboundProtocol {
     Shadowsocks(ShadowsocksOutbound),
     Vmess(VmessOutbound),
     Kcptun(KcptunOutbound),
+    Udpspeeder(crate::plan_udpspeeder::UdpspeederOutbound),
     /// Xray's `dns` outbound, its settings as skiff-dns takes them.
     Dns(skiff_dns::outbound::DnsOutboundConfig),
 }

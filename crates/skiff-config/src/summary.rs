@@ -269,6 +269,13 @@ impl Display for Inbound<'_> {
                 }
                 ("vmess", notes)
             }
+            InboundProtocol::Udpspeeder(u) => (
+                "udpspeeder",
+                vec![
+                    format!("to {}:{}", u.target_host, u.target_port),
+                    udpspeeder_tuning(&u.tuning),
+                ],
+            ),
             InboundProtocol::Kcptun(k) => {
                 let host = if k.target_host.contains(':') {
                     format!("[{}]", k.target_host)
@@ -608,6 +615,15 @@ impl Display for Outbound<'_> {
                     write!(f, ", level {}", ss.level)?;
                 }
             }
+            OutboundProtocol::Udpspeeder(u) => {
+                write!(
+                    f,
+                    "udpspeeder to {}:{}, {}",
+                    u.address,
+                    u.port,
+                    udpspeeder_tuning(&u.tuning)
+                )?;
+            }
             OutboundProtocol::Kcptun(k) => {
                 let host = if k.address.contains(':') {
                     format!("[{}]", k.address)
@@ -802,6 +818,32 @@ fn level_changes(level: &LevelPolicy) -> Vec<String> {
 }
 
 /// The kcptun settings both ends must agree on, in kcptun's words.
+/// speederv2's knobs in one line; says whether a key is set, never the key.
+fn udpspeeder_tuning(t: &crate::plan_udpspeeder::UdpspeederTuning) -> String {
+    let p = &t.params;
+    format!(
+        "mode {}, fec {}, timeout {} ms, mtu {}, key {}{}",
+        p.mode as u8,
+        if p.disable_fec {
+            "off".to_owned()
+        } else {
+            format!(
+                "{}:{}",
+                p.max_data_shards(),
+                p.redundancy_for(p.max_data_shards())
+            )
+        },
+        p.timeout.as_millis(),
+        p.mtu,
+        if t.cook.key.is_empty() { "none" } else { "set" },
+        if t.cook.disable_obscure {
+            ", no obscure"
+        } else {
+            ""
+        },
+    )
+}
+
 fn kcptun_tuning(t: &crate::plan::KcptunTuning) -> String {
     format!(
         "crypt {}, FEC {}/{}, smux v{}, {}",

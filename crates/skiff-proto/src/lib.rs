@@ -17,6 +17,7 @@ pub mod socks;
 mod test_dialer;
 pub mod trojan;
 pub mod tunnel;
+pub mod udpspeeder;
 pub mod user_id;
 pub mod vless;
 pub mod vmess;

@@ -120,14 +120,16 @@ fn listens_at(plan: &InboundPlan, host: Option<&str>, port: u16) -> bool {
         .ports
         .iter()
         .any(|range| range.first <= port && port <= range.last);
-    let tcp = !matches!(plan.protocol, InboundProtocol::Kcptun(_))
-        && matches!(
-            plan.stream.network,
-            StreamNetwork::Tcp
-                | StreamNetwork::HttpHeader(_)
-                | StreamNetwork::Ws(_)
-                | StreamNetwork::HttpUpgrade(_)
-        );
+    let tcp = !matches!(
+        plan.protocol,
+        InboundProtocol::Kcptun(_) | InboundProtocol::Udpspeeder(_)
+    ) && matches!(
+        plan.stream.network,
+        StreamNetwork::Tcp
+            | StreamNetwork::HttpHeader(_)
+            | StreamNetwork::Ws(_)
+            | StreamNetwork::HttpUpgrade(_)
+    );
     if !on_port || !tcp {
         return false;
     }

@@ -98,6 +98,13 @@ fn build_inbound(item: &Item<RawInbound>, diags: &mut Vec<Diagnostic>) -> Option
             "mKCP listens on the inbound's UDP port, which this inbound's own UDP (`network` with \"udp\") also needs: use separate inbounds",
         ));
     }
+    if let Some(InboundProtocol::Udpspeeder(_)) = &protocol
+        && stream != StreamPlan::default()
+    {
+        diags.push(loc.key("streamSettings").error(
+            "udpspeeder brings its own transport (FEC over UDP): streamSettings do not apply",
+        ));
+    }
     if let Some(InboundProtocol::Kcptun(_)) = &protocol
         && stream != StreamPlan::default()
     {

@@ -150,4 +150,6 @@ mod tests_shadowsocks;
 #[cfg(test)]
 mod tests_sniffing;
 #[cfg(test)]
+mod tests_udpspeeder;
+#[cfg(test)]
 mod tests_vmess;

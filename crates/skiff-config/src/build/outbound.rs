@@ -86,6 +86,18 @@ fn build_outbound(
             "XTLS Vision (flow \"xtls-rprx-vision\") needs raw TCP with TLS or REALITY: set network \"tcp\" and security \"tls\" or \"reality\"",
         ));
     }
+    if let Some(OutboundProtocol::Udpspeeder(_)) = &protocol {
+        if stream != StreamPlan::default() {
+            diags.push(loc.key("streamSettings").error(
+                "udpspeeder brings its own transport (FEC over UDP): streamSettings do not apply",
+            ));
+        }
+        if via.is_some() {
+            diags.push(loc.key("proxySettings").error(
+                "udpspeeder speaks UDP to its server: it cannot be chained through another outbound",
+            ));
+        }
+    }
     if let Some(OutboundProtocol::Kcptun(_)) = &protocol {
         if stream != StreamPlan::default() {
             diags.push(loc.key("streamSettings").error(

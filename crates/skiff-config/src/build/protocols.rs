@@ -27,6 +27,7 @@ mod fallbacks;
 pub(super) mod kcptun;
 mod shadowsocks;
 mod trojan;
+mod udpspeeder;
 mod vless;
 mod vmess;
 
@@ -88,6 +89,8 @@ pub fn inbound_protocol(
             .map(InboundProtocol::Vmess),
         "kcptun" => kcptun::inbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
             .map(InboundProtocol::Kcptun),
+        "udpspeeder" => udpspeeder::inbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
+            .map(InboundProtocol::Udpspeeder),
         n if NOT_YET.contains(&n) || n == "tun" => {
             diags.push(not_supported(n, loc));
             None
@@ -130,6 +133,8 @@ pub fn outbound_protocol(
             .map(OutboundProtocol::Vmess),
         "kcptun" => kcptun::outbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
             .map(OutboundProtocol::Kcptun),
+        "udpspeeder" => udpspeeder::outbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
+            .map(OutboundProtocol::Udpspeeder),
         "dns" => dns_outbound(settings(raw_settings, &sloc, diags)?, &sloc, geo, diags)
             .map(OutboundProtocol::Dns),
         n if NOT_YET.contains(&n) || ["socks", "http", "loopback"].contains(&n) => {

@@ -1,0 +1,139 @@
+//! The outer layer every speederv2 datagram wears ("cooking" in UDPspeeder): a CRC-32 appended
+//! (big-endian), then the obscure step (4–32 random bytes appended, the payload XORed with
+//! them cyclically, one byte with their count at the very end), then the whole datagram XORed
+//! cyclically with the `-k` key's bytes. Each step can be turned off as speederv2's flags do.
+//! None of this is cryptography: the key is a plain XOR pad, as upstream.
+
+use crate::Error;
+
+/// Obscure padding lengths speederv2 draws from (`iv_min`, `iv_max`, both inclusive).
+const OBSCURE_MIN: usize = 4;
+const OBSCURE_MAX: usize = 32;
+
+/// Bytes cooking adds at most: checksum, padding and its length byte.
+pub const COOK_OVERHEAD_MAX: usize = 4 + OBSCURE_MAX + 1;
+
+#[derive(Clone, Default)]
+pub struct CookOptions {
+    /// `-k`: XOR pad; empty means no XOR, as in speederv2.
+    pub key: Vec<u8>,
+    /// `--disable-obscure`.
+    pub disable_obscure: bool,
+    /// `--disable-checksum`.
+    pub disable_checksum: bool,
+}
+
+impl std::fmt::Debug for CookOptions {
+    // The key stays out of logs and debug output.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CookOptions")
+            .field("key", &if self.key.is_empty() { "none" } else { "set" })
+            .field("disable_obscure", &self.disable_obscure)
+            .field("disable_checksum", &self.disable_checksum)
+            .finish()
+    }
+}
+
+impl CookOptions {
+    /// Wraps `packet` in place for the wire.
+    pub fn cook(&self, packet: &mut Vec<u8>) {
+        if !self.disable_checksum {
+            let crc = crc32fast::hash(packet);
+            packet.extend_from_slice(&crc.to_be_bytes());
+        }
+        if !self.disable_obscure {
+            let mut draw = [0u8; 1 + OBSCURE_MAX];
+            skiff_crypto::random::fill(&mut draw);
+            let pad_len = OBSCURE_MIN + draw[0] as usize % (OBSCURE_MAX - OBSCURE_MIN + 1);
+            let pad = &draw[1..1 + pad_len];
+            for (i, b) in packet.iter_mut().enumerate() {
+                *b ^= pad[i % pad_len];
+            }
+            packet.extend_from_slice(pad);
+            packet.push(pad_len as u8);
+        }
+        xor_with_key(packet, &self.key);
+    }
+
+    /// Unwraps a received datagram in place and returns the inner packet's length.
+    pub fn uncook(&self, packet: &mut [u8]) -> Result<usize, Error> {
+        xor_with_key(packet, &self.key);
+        let mut len = packet.len();
+        if !self.disable_obscure {
+            let Some(&pad_len) = packet.last() else {
+                return Err(Error::Truncated("obscure length"));
+            };
+            let pad_len = pad_len as usize;
+            if len < 1 + pad_len {
+                return Err(Error::Truncated("obscure padding"));
+            }
+            len -= 1 + pad_len;
+            if pad_len > 0 {
+                let (body, rest) = packet.split_at_mut(len);
+                for (i, b) in body.iter_mut().enumerate() {
+                    *b ^= rest[i % pad_len];
+                }
+            }
+        }
+        if !self.disable_checksum {
+            if len < 4 {
+                return Err(Error::Truncated("checksum"));
+            }
+            len -= 4;
+            let got = u32::from_be_bytes(packet[len..len + 4].try_into().expect("4 bytes"));
+            if crc32fast::hash(&packet[..len]) != got {
+                return Err(Error::Checksum);
+            }
+        }
+        Ok(len)
+    }
+}
+
+/// speederv2's `encrypt_0`: XOR with the key repeated; an empty key leaves the data alone.
+fn xor_with_key(data: &mut [u8], key: &[u8]) {
+    if key.is_empty() {
+        return;
+    }
+    for (b, k) in data.iter_mut().zip(key.iter().cycle()) {
+        *b ^= k;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_with_every_step() {
+        let options = CookOptions {
+            key: b"secret".to_vec(),
+            ..CookOptions::default()
+        };
+        let mut packet = b"hello world".to_vec();
+        options.cook(&mut packet);
+        assert!(packet.len() > 11 + 4 + OBSCURE_MIN);
+        let len = options.uncook(&mut packet).unwrap();
+        assert_eq!(&packet[..len], b"hello world");
+    }
+
+    #[test]
+    fn plain_checksum_is_standard_crc32_big_endian() {
+        let options = CookOptions {
+            disable_obscure: true,
+            ..CookOptions::default()
+        };
+        let mut packet = b"123456789".to_vec();
+        options.cook(&mut packet);
+        // The CRC-32 check value of "123456789".
+        assert_eq!(&packet[9..], &0xCBF4_3926u32.to_be_bytes());
+    }
+
+    #[test]
+    fn a_flipped_bit_fails_the_checksum() {
+        let options = CookOptions::default();
+        let mut packet = b"payload".to_vec();
+        options.cook(&mut packet);
+        packet[2] ^= 0x10;
+        assert!(options.uncook(&mut packet).is_err());
+    }
+}
