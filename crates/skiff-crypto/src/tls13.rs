@@ -136,6 +136,14 @@ pub fn hmac_sha512(key: &[u8], data: &[u8]) -> [u8; 64] {
     out
 }
 
+/// Ed25519 signature verification (RFC 8032): a REALITY server signs CertificateVerify with
+/// its temporary certificate's Ed25519 key.
+pub fn ed25519_verify(public_key: &[u8], message: &[u8], signature: &[u8]) -> bool {
+    aws_lc_rs::signature::UnparsedPublicKey::new(&aws_lc_rs::signature::ED25519, public_key)
+        .verify(message, signature)
+        .is_ok()
+}
+
 /// An ML-KEM-768 key pair for the X25519MLKEM768 key share (draft-ietf-tls-ecdhe-mlkem).
 pub struct MlKem768 {
     key: DecapsulationKey<aws_lc_rs::kem::AlgorithmId>,

@@ -8,7 +8,7 @@ pub mod client;
 pub use skiff_sniff::client_hello;
 mod layer;
 mod read_ahead;
-mod records;
+pub(crate) mod records;
 pub mod server;
 pub mod stream;
 
