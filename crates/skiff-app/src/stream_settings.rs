@@ -24,6 +24,9 @@ pub fn server_stack(plan: &StreamPlan) -> Result<ServerStack, String> {
     if let StreamSecurity::Tls(t) = &plan.security {
         layers.push(Arc::new(TlsServer::new(&server_tls(t))?));
     }
+    if let StreamSecurity::Reality(_) = &plan.security {
+        return Err("REALITY server not wired yet".into());
+    }
     let base = match &plan.network {
         StreamNetwork::Tcp => ServerBase::Tcp,
         StreamNetwork::HttpHeader(h) => {
@@ -60,6 +63,9 @@ pub fn client_dialer(
     let server_name = match &plan.security {
         StreamSecurity::Tls(t) => t.server_name.clone().unwrap_or_else(|| server.to_string()),
         StreamSecurity::None => server.to_string(),
+        StreamSecurity::Reality(_) => {
+            return Err("REALITY client not built yet: security \"reality\" works on inbounds only in this version of skiff".into());
+        }
     };
     let mut layers: Vec<Arc<dyn ClientLayer>> = Vec::new();
     if let StreamSecurity::Tls(t) = &plan.security {

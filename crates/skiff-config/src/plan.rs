@@ -224,9 +224,14 @@ pub struct StreamPlan {
 }
 
 impl StreamPlan {
-    /// Raw TCP under TLS, nothing else: what XTLS Vision runs on.
+    /// Raw TCP under TLS or REALITY (a TLS 1.3 session too), nothing else: what XTLS Vision
+    /// runs on.
     pub fn is_raw_tls(&self) -> bool {
-        self.network == StreamNetwork::Tcp && matches!(self.security, StreamSecurity::Tls(_))
+        self.network == StreamNetwork::Tcp
+            && matches!(
+                self.security,
+                StreamSecurity::Tls(_) | StreamSecurity::Reality(_)
+            )
     }
 }
 
@@ -327,6 +332,134 @@ pub enum StreamSecurity {
     #[default]
     None,
     Tls(TlsPlan),
+    /// `security: "reality"` with `realitySettings` (built in `build/reality.rs`). Boxed: the
+    /// plan is several times the size of the other variants.
+    Reality(Box<RealityPlan>),
+}
+
+/// `realitySettings`, both sides in one struct as in Xray's `REALITYConfig`. Validated per
+/// side: an inbound has `server` set, an outbound `client`; never both.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RealityPlan {
+    /// `show`: Xray's debug output of each handshake. Logged at debug level, never secrets.
+    pub show: bool,
+    pub server: Option<RealityServerPlan>,
+    pub client: Option<RealityClientPlan>,
+}
+
+/// The inbound's keys.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RealityServerPlan {
+    /// `target` (alias `dest`): where every connection that is not an authenticated REALITY
+    /// client is forwarded, byte for byte.
+    pub target: RealityTarget,
+    /// `xver`: the PROXY protocol version sent to `target`, 0 (none), 1 or 2.
+    pub xver: u8,
+    /// `serverNames`: the SNIs an authenticated client may send (exact match, as Xray).
+    pub server_names: Vec<String>,
+    /// `privateKey`: the X25519 private key (32 bytes, as given: Xray does not clamp it).
+    pub private_key: [u8; 32],
+    /// `minClientVer` / `maxClientVer`: [major, minor, patch] from the session ID's first
+    /// bytes. `min_client_ver` defaults to Xray's default, 26.3.27.
+    pub min_client_ver: [u8; 3],
+    pub max_client_ver: Option<[u8; 3]>,
+    /// `maxTimeDiff` in milliseconds; 0 = not checked.
+    pub max_time_diff_ms: u64,
+    /// `shortIds`: each hex string decoded into 8 bytes, zero-padded on the right as Xray.
+    pub short_ids: Vec<[u8; 8]>,
+    /// `limitFallbackUpload` / `limitFallbackDownload`: Xray's rate limits on the forwarded
+    /// (fallback) connection, client → target and target → client.
+    pub limit_fallback_upload: RealityLimitPlan,
+    pub limit_fallback_download: RealityLimitPlan,
+    /// `mldsa65Seed`: the ML-DSA-65 key seed whose signature Xray 25+ adds to the temporary
+    /// certificate. Refused at build time until supported (see `build/reality.rs`).
+    pub mldsa65_seed: Option<[u8; 32]>,
+}
+
+/// Never prints key material.
+impl std::fmt::Debug for RealityServerPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RealityServerPlan")
+            .field("target", &self.target)
+            .field("xver", &self.xver)
+            .field("server_names", &self.server_names)
+            .field("private_key", &format_args!("<redacted>"))
+            .field("min_client_ver", &self.min_client_ver)
+            .field("max_client_ver", &self.max_client_ver)
+            .field("max_time_diff_ms", &self.max_time_diff_ms)
+            .field(
+                "short_ids",
+                &format_args!("<{} redacted>", self.short_ids.len()),
+            )
+            .field("limit_fallback_upload", &self.limit_fallback_upload)
+            .field("limit_fallback_download", &self.limit_fallback_download)
+            .field(
+                "mldsa65_seed",
+                &self.mldsa65_seed.map(|_| format_args!("<redacted>")),
+            )
+            .finish()
+    }
+}
+
+/// Where a REALITY server forwards what is not for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RealityTarget {
+    /// A TCP `host:port` (a bare port means `localhost:port`, as Xray).
+    Tcp { host: String, port: u16 },
+    /// A unix socket path; a leading `@` is Linux's abstract namespace (`@@`: the name padded
+    /// with NULs to the full `sun_path` length, as Xray does for HAProxy).
+    Unix(String),
+}
+
+/// One of `limitFallbackUpload` / `limitFallbackDownload`; all zero = no limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RealityLimitPlan {
+    /// `afterBytes`: bytes passed unlimited before the limit starts.
+    pub after_bytes: u64,
+    /// `bytesPerSec`: 0 = no limit.
+    pub bytes_per_sec: u64,
+    /// `burstBytesPerSec`: the bucket size; below `bytesPerSec` it is `bytesPerSec`.
+    pub burst_bytes_per_sec: u64,
+}
+
+/// The outbound's keys.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RealityClientPlan {
+    /// `serverName`: the SNI sent; None = the server address (Xray does the same).
+    pub server_name: Option<String>,
+    /// `publicKey` (alias `password`): the server's X25519 public key.
+    pub public_key: [u8; 32],
+    /// `shortId`: hex decoded into 8 bytes, zero-padded on the right.
+    pub short_id: [u8; 8],
+    /// `spiderX` without the spider parameters (`p`, `c`, `t`, `i`, `r`); starts with `/`.
+    pub spider_x: String,
+    /// Xray's `SpiderY`: the `p`, `c`, `t`, `i`, `r` ranges of `spiderX`, each as (low, high).
+    pub spider_y: [i64; 10],
+    /// `fingerprint`, lower-cased; "" in the config means "chrome" (Xray's default).
+    pub fingerprint: String,
+    /// `mldsa65Verify`: the ML-DSA-65 public key (1952 bytes) the certificate must be signed
+    /// with, when given.
+    pub mldsa65_verify: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for RealityClientPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RealityClientPlan")
+            .field("server_name", &self.server_name)
+            .field(
+                "public_key",
+                &format_args!("<{} bytes>", self.public_key.len()),
+            )
+            .field("short_id", &format_args!("<redacted>"))
+            .field("spider_x", &self.spider_x)
+            .field("spider_y", &self.spider_y)
+            .field("fingerprint", &self.fingerprint)
+            .field(
+                "mldsa65_verify",
+                &self.mldsa65_verify.as_ref().map(Vec::len),
+            )
+            .finish()
+    }
 }
 
 /// `tlsSettings`. For an inbound `certificates` is never empty; for an outbound it is always

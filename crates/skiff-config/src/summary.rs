@@ -485,6 +485,27 @@ fn stream(plan: &StreamPlan) -> Vec<String> {
             format!("tls ({})", parts.join(", "))
         });
     }
+    if let StreamSecurity::Reality(r) = &plan.security {
+        // Names and the target only: keys and short ids are secrets.
+        if let Some(s) = &r.server {
+            let target = match &s.target {
+                crate::plan::RealityTarget::Tcp { host, port } => format!("{host}:{port}"),
+                crate::plan::RealityTarget::Unix(path) => path.clone(),
+            };
+            notes.push(format!(
+                "reality (target {target}, names {}, {} short id(s))",
+                s.server_names.join("/"),
+                s.short_ids.len()
+            ));
+        }
+        if let Some(c) = &r.client {
+            let sni = c.server_name.as_deref().unwrap_or("the server address");
+            notes.push(format!(
+                "reality (sni {sni}, fingerprint {})",
+                c.fingerprint
+            ));
+        }
+    }
     notes
 }
 

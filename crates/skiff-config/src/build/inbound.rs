@@ -77,7 +77,7 @@ fn build_inbound(item: &Item<RawInbound>, diags: &mut Vec<Diagnostic>) -> Option
         && !stream.is_raw_tls()
     {
         diags.push(loc.key("streamSettings").error(
-            "XTLS Vision (flow \"xtls-rprx-vision\") needs raw TCP with TLS: set network \"tcp\" and security \"tls\"",
+            "XTLS Vision (flow \"xtls-rprx-vision\") needs raw TCP with TLS or REALITY: set network \"tcp\" and security \"tls\" or \"reality\"",
         ));
     }
     if let Some(InboundProtocol::Shadowsocks(ss)) = &protocol

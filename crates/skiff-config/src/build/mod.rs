@@ -11,6 +11,7 @@ mod log;
 mod outbound;
 mod policy;
 mod protocols;
+mod reality;
 mod routing;
 mod stream;
 mod tls;
@@ -133,6 +134,8 @@ mod tests_vless;
 mod tests_kcptun;
 #[cfg(test)]
 mod tests_mkcp;
+#[cfg(test)]
+mod tests_reality;
 #[cfg(test)]
 mod tests_shadowsocks;
 #[cfg(test)]

@@ -83,7 +83,7 @@ fn build_outbound(
         && !stream.is_raw_tls()
     {
         diags.push(loc.key("streamSettings").error(
-            "XTLS Vision (flow \"xtls-rprx-vision\") needs raw TCP with TLS: set network \"tcp\" and security \"tls\"",
+            "XTLS Vision (flow \"xtls-rprx-vision\") needs raw TCP with TLS or REALITY: set network \"tcp\" and security \"tls\" or \"reality\"",
         ));
     }
     if let Some(OutboundProtocol::Kcptun(_)) = &protocol {

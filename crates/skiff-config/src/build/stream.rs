@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{error_count, lower, tls};
+use super::{error_count, lower, reality, tls};
 use crate::decode::decode;
 use crate::diag::Diagnostic;
 use crate::plan::{
@@ -33,7 +33,7 @@ const UNSUPPORTED_NETWORKS: &[&str] = &[
     "hysteria",
 ];
 
-const UNSUPPORTED_SECURITY: &[&str] = &["reality", "xtls"];
+const UNSUPPORTED_SECURITY: &[&str] = &["xtls"];
 
 /// Which side of the proxy a stream belongs to: a TLS inbound needs certificates, an
 /// outbound must not have any (client certificates are not supported yet).
@@ -152,9 +152,23 @@ pub fn build_stream(
                 .and_then(|tls| tls::tls_plan(tls, &tloc, side, diags))
                 .map_or(StreamSecurity::None, StreamSecurity::Tls)
         }
+        Some("reality") => {
+            let rloc = loc.key("realitySettings");
+            let empty = Value::Object(Map::new());
+            let value = raw
+                .reality_settings
+                .as_ref()
+                .filter(|v| !v.is_null())
+                .unwrap_or(&empty);
+            decode::<reality::RawRealitySettings>(value, &rloc, diags)
+                .and_then(|r| reality::reality_plan(r, &rloc, side, diags))
+                .map_or(StreamSecurity::None, |r| {
+                    StreamSecurity::Reality(Box::new(r))
+                })
+        }
         Some(s) if UNSUPPORTED_SECURITY.contains(&s) => {
             diags.push(loc.key("security").error(format!(
-                "security `{s}` is not supported by this version of skiff yet (only none and tls)"
+                "security `{s}` is not supported by this version of skiff yet (only none, tls and reality)"
             )));
             StreamSecurity::None
         }

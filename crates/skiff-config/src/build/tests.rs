@@ -424,9 +424,9 @@ fn stream_settings() {
         "unknown transport",
     );
     has_error(
-        &with_stream(r#"{"security": "reality"}"#),
+        &with_stream(r#"{"security": "xtls"}"#),
         "inbounds[0].streamSettings.security",
-        "`reality`",
+        "`xtls`",
     );
     has_error(
         &with_stream(r#"{"rawSettings": {"header": {"type": "srtp"}}}"#),

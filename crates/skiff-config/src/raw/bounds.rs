@@ -106,10 +106,7 @@ pub struct RawStream {
     pub sockopt: Option<Map<String, Value>>,
     /// Decoded only when `security`/`network` selects it (Xray ignores the others).
     pub tls_settings: Option<Value>,
-    #[allow(
-        dead_code,
-        reason = "an accepted Xray key: declared so it is not reported as unknown"
-    )]
+    /// Decoded only when `security` is "reality".
     pub reality_settings: Option<Value>,
     /// Decoded only when `security`/`network` selects it (Xray ignores the others).
     pub ws_settings: Option<Value>,
