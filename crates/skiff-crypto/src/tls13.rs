@@ -158,7 +158,13 @@ pub const MLKEM768_CIPHERTEXT_LEN: usize = 1088;
 impl MlKem768 {
     pub fn generate() -> Option<MlKem768> {
         let key = DecapsulationKey::generate(&ML_KEM_768).ok()?;
-        let encapsulation_key = key.encapsulation_key().ok()?.key_bytes().ok()?.as_ref().to_vec();
+        let encapsulation_key = key
+            .encapsulation_key()
+            .ok()?
+            .key_bytes()
+            .ok()?
+            .as_ref()
+            .to_vec();
         Some(MlKem768 {
             key,
             encapsulation_key,
@@ -241,8 +247,8 @@ mod tests {
     fn mlkem_round_trip_through_aws_lc() {
         let kem = MlKem768::generate().unwrap();
         assert_eq!(kem.encapsulation_key().len(), MLKEM768_KEY_LEN);
-        let ek = aws_lc_rs::kem::EncapsulationKey::new(&ML_KEM_768, kem.encapsulation_key())
-            .unwrap();
+        let ek =
+            aws_lc_rs::kem::EncapsulationKey::new(&ML_KEM_768, kem.encapsulation_key()).unwrap();
         let (ct, secret) = ek.encapsulate().unwrap();
         assert_eq!(kem.decapsulate(ct.as_ref()).unwrap(), secret.as_ref());
         assert_eq!(kem.decapsulate(&[0u8; 10]), None);

@@ -32,6 +32,7 @@ pub mod http_header;
 pub mod httpupgrade;
 pub mod kcp;
 pub mod mkcp;
+pub mod reality;
 pub mod stack;
 pub mod tcp;
 pub mod tls;

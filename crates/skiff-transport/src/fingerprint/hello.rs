@@ -244,10 +244,7 @@ pub fn build(spec: &Spec, vars: &Variables<'_>) -> Option<ClientHello> {
                 random::fill(&mut config_id);
                 data.push(config_id[0]);
                 // `enc` looks like an X25519 public key, as a real one would.
-                put_vec16(
-                    &mut data,
-                    &x25519::public_key(&x25519::generate_private()),
-                );
+                put_vec16(&mut data, &x25519::public_key(&x25519::generate_private()));
                 let mut payload = vec![0u8; payload_len];
                 random::fill(&mut payload);
                 put_vec16(&mut data, &payload);

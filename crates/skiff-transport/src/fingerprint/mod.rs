@@ -36,12 +36,21 @@ impl Fingerprint {
                 Some(Fingerprint::Firefox)
             }
             "safari" | "hellosafari_auto" | "hellosafari_26_3" => Some(Fingerprint::Safari),
-            "randomized" | "randomizednoalpn" | "hellorandomized" | "hellorandomizedalpn"
+            "randomized"
+            | "randomizednoalpn"
+            | "hellorandomized"
+            | "hellorandomizedalpn"
             | "hellorandomizednoalpn" => Some(Fingerprint::Randomized),
             "random" => {
                 let mut b = [0u8; 1];
                 skiff_crypto::random::fill(&mut b);
-                Some([Fingerprint::Chrome, Fingerprint::Firefox, Fingerprint::Safari][b[0] as usize % 3])
+                Some(
+                    [
+                        Fingerprint::Chrome,
+                        Fingerprint::Firefox,
+                        Fingerprint::Safari,
+                    ][b[0] as usize % 3],
+                )
             }
             _ => None,
         };

@@ -83,9 +83,7 @@ pub const CHROME: Spec = Spec {
         // rsa_pss_sha384, rsa_pkcs1_sha384, rsa_pss_sha512, rsa_pkcs1_sha512
         Ext::Fixed(
             0x000d,
-            &[
-                0, 16, 4, 3, 8, 4, 4, 1, 5, 3, 8, 5, 5, 1, 8, 6, 6, 1,
-            ],
+            &[0, 16, 4, 3, 8, 4, 4, 1, 5, 3, 8, 5, 5, 1, 8, 6, 6, 1],
         ),
         SCT,
         Ext::KeyShare(&[GREASE, X25519MLKEM768, X25519]),

@@ -32,7 +32,9 @@ fn element(bytes: &[u8]) -> Result<(u8, &[u8], &[u8]), HandshakeError> {
         if n == 0 || n > 3 || rest.len() < n {
             return err("certificate: unsupported DER length");
         }
-        let len = rest[..n].iter().fold(0usize, |acc, &b| (acc << 8) | b as usize);
+        let len = rest[..n]
+            .iter()
+            .fold(0usize, |acc, &b| (acc << 8) | b as usize);
         (len, &rest[n..])
     };
     if rest.len() < len {
@@ -48,7 +50,9 @@ fn bad() -> HandshakeError {
 fn expect(bytes: &[u8], tag: u8) -> Result<(&[u8], &[u8]), HandshakeError> {
     let (t, contents, rest) = element(bytes)?;
     if t != tag {
-        return err(format!("certificate: expected DER tag {tag:#x}, found {t:#x}"));
+        return err(format!(
+            "certificate: expected DER tag {tag:#x}, found {t:#x}"
+        ));
     }
     Ok((contents, rest))
 }

@@ -15,8 +15,8 @@ use super::messages::{
     HandshakeError, MessageBuffer, SERVER_HELLO,
 };
 use super::schedule::{HandshakeSecrets, Suite, TrafficKey};
-use crate::fingerprint::{ClientHello, KeyShares};
 use crate::fingerprint::specs::{SECP256R1, X25519, X25519MLKEM768};
+use crate::fingerprint::{ClientHello, KeyShares};
 use crate::tls::records::RecordStream;
 
 const CONTENT_CHANGE_CIPHER_SPEC: u8 = 20;
@@ -160,12 +160,18 @@ impl HandshakeKey {
 }
 
 /// The (EC)DHE secret of the server's share against the private half we kept.
-fn shared_secret(shares: &mut KeyShares, group: u16, share: &[u8]) -> Result<Vec<u8>, HandshakeError> {
+fn shared_secret(
+    shares: &mut KeyShares,
+    group: u16,
+    share: &[u8],
+) -> Result<Vec<u8>, HandshakeError> {
     let bad = || HandshakeError(format!("bad key share for group {group:#06x}"));
     match group {
         X25519 => {
             let private = shares.x25519.as_ref().ok_or_else(|| not_offered(group))?;
-            Ok(x25519::shared_secret(private, share).ok_or_else(bad)?.to_vec())
+            Ok(x25519::shared_secret(private, share)
+                .ok_or_else(bad)?
+                .to_vec())
         }
         X25519MLKEM768 => {
             let (kem, private) = match (&shares.mlkem, &shares.hybrid_x25519) {
@@ -178,7 +184,9 @@ fn shared_secret(shares: &mut KeyShares, group: u16, share: &[u8]) -> Result<Vec
                 .filter(|&s| s == skiff_crypto::tls13::MLKEM768_CIPHERTEXT_LEN)
                 .ok_or_else(bad)?;
             let mut secret = kem.decapsulate(&share[..split]).ok_or_else(bad)?.to_vec();
-            secret.extend_from_slice(&x25519::shared_secret(private, &share[split..]).ok_or_else(bad)?);
+            secret.extend_from_slice(
+                &x25519::shared_secret(private, &share[split..]).ok_or_else(bad)?,
+            );
             Ok(secret)
         }
         SECP256R1 => {
@@ -190,7 +198,9 @@ fn shared_secret(shares: &mut KeyShares, group: u16, share: &[u8]) -> Result<Vec
 }
 
 fn not_offered(group: u16) -> HandshakeError {
-    HandshakeError(format!("the server chose group {group:#06x}, which we did not offer"))
+    HandshakeError(format!(
+        "the server chose group {group:#06x}, which we did not offer"
+    ))
 }
 
 /// What CertificateVerify signs (RFC 8446 §4.4.3).
@@ -217,30 +227,48 @@ pub async fn handshake(stream: BoxStream, mut hello: ClientHello) -> io::Result<
         match kind {
             CONTENT_HANDSHAKE => plain.push(&body),
             CONTENT_ALERT => return Err(alert(&body)),
-            _ => return Err(invalid(HandshakeError(format!("record type {kind} before ServerHello")))),
+            _ => {
+                return Err(invalid(HandshakeError(format!(
+                    "record type {kind} before ServerHello"
+                ))));
+            }
         }
         if let Some(m) = plain.next_message().map_err(invalid)? {
             if m.kind != SERVER_HELLO {
-                return Err(invalid(HandshakeError(format!("handshake message {} before ServerHello", m.kind))));
+                return Err(invalid(HandshakeError(format!(
+                    "handshake message {} before ServerHello",
+                    m.kind
+                ))));
             }
             if !plain.is_empty() {
-                return Err(invalid(HandshakeError("data after ServerHello in its record".into())));
+                return Err(invalid(HandshakeError(
+                    "data after ServerHello in its record".into(),
+                )));
             }
             break m;
         }
     };
     let server_hello = messages::parse_server_hello(server_hello_raw.body()).map_err(invalid)?;
     if server_hello.is_retry {
-        return Err(invalid(HandshakeError("the server asked for a HelloRetryRequest, which this client does not do".into())));
+        return Err(invalid(HandshakeError(
+            "the server asked for a HelloRetryRequest, which this client does not do".into(),
+        )));
     }
     if server_hello.version != Some(0x0304) {
-        return Err(invalid(HandshakeError("the server did not choose TLS 1.3".into())));
+        return Err(invalid(HandshakeError(
+            "the server did not choose TLS 1.3".into(),
+        )));
     }
     if server_hello.session_id != hello.message[crate::fingerprint::SESSION_ID_OFFSET..][..32] {
-        return Err(invalid(HandshakeError("ServerHello does not echo our session ID".into())));
+        return Err(invalid(HandshakeError(
+            "ServerHello does not echo our session ID".into(),
+        )));
     }
     let suite = Suite::from_id(server_hello.cipher_suite).ok_or_else(|| {
-        invalid(HandshakeError(format!("the server chose cipher suite {:#06x}", server_hello.cipher_suite)))
+        invalid(HandshakeError(format!(
+            "the server chose cipher suite {:#06x}",
+            server_hello.cipher_suite
+        )))
     })?;
     let (group, share) = server_hello
         .key_share
@@ -267,20 +295,33 @@ pub async fn handshake(stream: BoxStream, mut hello: ClientHello) -> io::Result<
             CONTENT_CHANGE_CIPHER_SPEC if body == [1] => continue,
             CONTENT_ALERT => return Err(alert(&body)),
             CONTENT_APPLICATION_DATA => {}
-            _ => return Err(invalid(HandshakeError(format!("unexpected record type {kind} in the server's flight")))),
+            _ => {
+                return Err(invalid(HandshakeError(format!(
+                    "unexpected record type {kind} in the server's flight"
+                ))));
+            }
         }
         let (inner, content) = server_key.open(&mut body).map_err(invalid)?;
         match inner {
             CONTENT_HANDSHAKE => flight.push(&content),
             CONTENT_ALERT => return Err(alert(&content)),
-            _ => return Err(invalid(HandshakeError(format!("unexpected content type {inner} in the server's flight")))),
+            _ => {
+                return Err(invalid(HandshakeError(format!(
+                    "unexpected content type {inner} in the server's flight"
+                ))));
+            }
         }
         while let Some(m) = flight.next_message().map_err(invalid)? {
             if m.kind == CERTIFICATE_REQUEST {
-                return Err(invalid(HandshakeError("the server asks for a client certificate".into())));
+                return Err(invalid(HandshakeError(
+                    "the server asks for a client certificate".into(),
+                )));
             }
             if m.kind != expected {
-                return Err(invalid(HandshakeError(format!("handshake message {} where {expected} belongs", m.kind))));
+                return Err(invalid(HandshakeError(format!(
+                    "handshake message {} where {expected} belongs",
+                    m.kind
+                ))));
             }
             match m.kind {
                 ENCRYPTED_EXTENSIONS => {
@@ -293,23 +334,30 @@ pub async fn handshake(stream: BoxStream, mut hello: ClientHello) -> io::Result<
                     expected = CERTIFICATE_VERIFY;
                 }
                 CERTIFICATE_VERIFY => {
-                    let (scheme, signature) = messages::parse_certificate_verify(m.body()).map_err(invalid)?;
+                    let (scheme, signature) =
+                        messages::parse_certificate_verify(m.body()).map_err(invalid)?;
                     if let Some(key) = leaf.as_ref().and_then(|l| l.ed25519_key) {
                         let input = certificate_verify_input(&transcript.current());
-                        ed25519_signature_valid = scheme == ED25519_SCHEME && ed25519_verify(&key, &input, &signature);
+                        ed25519_signature_valid =
+                            scheme == ED25519_SCHEME && ed25519_verify(&key, &input, &signature);
                     }
                     expected = FINISHED;
                 }
                 FINISHED => {
                     let want = suite.verify_data(&secrets.server, &transcript.current());
                     if !constant_time_eq(&want, m.body()) {
-                        return Err(invalid(HandshakeError("the server's Finished does not verify".into())));
+                        return Err(invalid(HandshakeError(
+                            "the server's Finished does not verify".into(),
+                        )));
                     }
                     transcript.update(&m.raw);
                     if !flight.is_empty() {
-                        return Err(invalid(HandshakeError("data after the server's Finished".into())));
+                        return Err(invalid(HandshakeError(
+                            "data after the server's Finished".into(),
+                        )));
                     }
-                    let leaf = leaf.ok_or_else(|| invalid(HandshakeError("no certificate".into())))?;
+                    let leaf =
+                        leaf.ok_or_else(|| invalid(HandshakeError("no certificate".into())))?;
                     let (stream, leftover, client_key, server_key) =
                         finish(records, &transcript, &secrets, &mut client_key).await?;
                     return Ok(Established {
