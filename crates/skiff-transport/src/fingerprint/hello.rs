@@ -263,3 +263,78 @@ pub fn build(spec: &Spec, vars: &Variables<'_>) -> Option<ClientHello> {
     message.extend_from_slice(&body);
     Some(ClientHello { message, shares })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fingerprint::Fingerprint;
+    use crate::tls::{Peek, peek_client_hello};
+    use proptest::prelude::*;
+
+    fn peek(hello: &ClientHello) -> crate::tls::ClientHelloInfo {
+        match peek_client_hello(&hello.to_record()) {
+            Peek::ClientHello(info) => info,
+            other => panic!("not a ClientHello: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn chrome_keeps_grease_at_both_ends_and_shuffles_the_rest() {
+        let mut orders = std::collections::HashSet::new();
+        for _ in 0..20 {
+            let hello = Fingerprint::Chrome
+                .client_hello(Some("example.com"), &["h2".into()], [0; 32])
+                .unwrap();
+            let info = peek(&hello);
+            let exts = &info.extensions;
+            assert_eq!(exts.len(), 18);
+            assert!(is_grease(exts[0]) && is_grease(exts[17]) && exts[0] != exts[17]);
+            assert!(exts[1..17].iter().all(|e| !is_grease(*e)));
+            orders.insert(exts[1..17].to_vec());
+            assert!(hello.shares.x25519.is_some() && hello.shares.mlkem.is_some());
+        }
+        assert!(orders.len() > 1, "Chrome's extension order must vary");
+    }
+
+    fn is_grease(v: u16) -> bool {
+        v & 0x0f0f == 0x0a0a && (v >> 8) == (v & 0xff)
+    }
+
+    #[test]
+    fn firefox_order_is_fixed_and_has_a_p256_share() {
+        let a = Fingerprint::Firefox
+            .client_hello(None, &[], [0; 32])
+            .unwrap();
+        let b = Fingerprint::Firefox
+            .client_hello(None, &[], [0; 32])
+            .unwrap();
+        assert_eq!(peek(&a).extensions, peek(&b).extensions);
+        assert!(a.shares.p256.is_some());
+        // No name, no ALPN: neither extension is sent.
+        assert_eq!(peek(&a).sni, None);
+        assert!(peek(&a).alpn.is_empty());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+        /// Every fingerprint's hello reads back (through the sniffer's independent parser)
+        /// with the name, protocols and session ID it was built with.
+        #[test]
+        fn hellos_read_back(
+            name in "[a-z]{1,20}\\.[a-z]{2,5}",
+            alpn in proptest::collection::vec("[a-z0-9/.]{1,12}", 0..3),
+            session_id in any::<[u8; 32]>(),
+            which in 0usize..4,
+        ) {
+            let fp = [Fingerprint::Chrome, Fingerprint::Firefox, Fingerprint::Safari, Fingerprint::Randomized][which];
+            let mut hello = fp.client_hello(Some(&name), &alpn, session_id).unwrap();
+            prop_assert_eq!(&hello.message[SESSION_ID_OFFSET..SESSION_ID_OFFSET + 32], &session_id[..]);
+            let info = peek(&hello);
+            prop_assert_eq!(info.sni.as_deref(), Some(name.as_str()));
+            prop_assert_eq!(info.alpn, alpn);
+            prop_assert!(info.supported_versions.contains(&0x0304));
+            hello.session_id_mut().fill(0);
+            prop_assert_eq!(&hello.message[SESSION_ID_OFFSET..SESSION_ID_OFFSET + 32], &[0u8; 32][..]);
+        }
+    }
+}
