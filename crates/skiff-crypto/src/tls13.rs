@@ -22,7 +22,7 @@ pub enum HashKind {
 pub const MAX_HASH_LEN: usize = 48;
 
 impl HashKind {
-    pub fn len(self) -> usize {
+    pub fn output_len(self) -> usize {
         match self {
             HashKind::Sha256 => 32,
             HashKind::Sha384 => 48,
@@ -66,7 +66,7 @@ impl HashKind {
     pub fn extract(self, salt: &[u8], ikm: &[u8]) -> Vec<u8> {
         let zeros = [0u8; MAX_HASH_LEN];
         let salt = if salt.is_empty() {
-            &zeros[..self.len()]
+            &zeros[..self.output_len()]
         } else {
             salt
         };

@@ -149,7 +149,7 @@ fn is_reality_server(established: &Established, auth_key: &[u8; 32]) -> bool {
         return false;
     };
     constant_time_eq(&hmac_sha512(auth_key, &key), &established.leaf.signature)
-        && established.ed25519_signature_valid
+        && established.signature_valid
 }
 
 impl ClientLayer for RealityClient {

@@ -1,6 +1,6 @@
-//! The two facts a REALITY client needs from the server's leaf certificate, read straight
-//! from its DER (RFC 5280 §4.1): the subject's Ed25519 public key, if that is its key type,
-//! and the signature field. A REALITY server's temporary certificate carries an HMAC there
+//! What a client needs from the server's leaf certificate, read straight from its DER
+//! (RFC 5280 §4.1): the subject's public key and its algorithm (for CertificateVerify), the
+//! Ed25519 key if that is its type, and the signature field (REALITY's HMAC). A REALITY server's temporary certificate carries an HMAC there
 //! instead of a signature; a minimal reader keeps us from depending on an X.509 parser that
 //! would reject such a certificate.
 
@@ -17,6 +17,11 @@ const VERSION_TAG: u8 = 0xa0;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeafFacts {
     pub ed25519_key: Option<[u8; 32]>,
+    /// subjectPublicKeyInfo's AlgorithmIdentifier contents (without its SEQUENCE header),
+    /// as `rustls::pki_types::AlgorithmIdentifier` holds them.
+    pub spki_algorithm: Vec<u8>,
+    /// subjectPublicKey's bytes.
+    pub public_key: Vec<u8>,
     /// The signatureValue bit string's bytes.
     pub signature: Vec<u8>,
 }
@@ -88,6 +93,8 @@ pub fn leaf_facts(der: &[u8]) -> Result<LeafFacts, HandshakeError> {
     };
     Ok(LeafFacts {
         ed25519_key,
+        spki_algorithm: algorithm.to_vec(),
+        public_key: key_bits.get(1..).ok_or_else(bad)?.to_vec(),
         signature,
     })
 }

@@ -37,9 +37,10 @@ pub struct Established {
     /// The server's chain, leaf first.
     pub certificates: Vec<Vec<u8>>,
     pub leaf: LeafFacts,
-    /// True when the leaf has an Ed25519 key and CertificateVerify is a valid signature by it.
-    /// Other key types are not checked here (see the module doc of [`super`]).
-    pub ed25519_signature_valid: bool,
+    /// True when CertificateVerify is a valid signature by the leaf's key (any key type
+    /// rustls' aws-lc-rs provider verifies: ECDSA, RSA-PSS, Ed25519), with the scheme it
+    /// names.
+    pub signature_valid: bool,
     pub alpn: Option<Vec<u8>>,
     pub suite: Suite,
     pub group: u16,
@@ -203,6 +204,32 @@ fn not_offered(group: u16) -> HandshakeError {
     ))
 }
 
+/// CertificateVerify's signature against the leaf's key, through the verification
+/// algorithms of rustls' aws-lc-rs provider (the ones our TLS server and client trust).
+fn verify_signature(leaf: &LeafFacts, scheme: u16, message: &[u8], signature: &[u8]) -> bool {
+    if let Some(key) = leaf.ed25519_key {
+        return scheme == ED25519_SCHEME && ed25519_verify(&key, message, signature);
+    }
+    let algorithms =
+        rustls::crypto::aws_lc_rs::default_provider().signature_verification_algorithms;
+    // TLS 1.3 allows ECDSA with its curve's hash, RSA-PSS and EdDSA in CertificateVerify;
+    // never PKCS#1 v1.5 or SHA-1 (RFC 8446 §4.4.3).
+    if !matches!(scheme, 0x0403 | 0x0503 | 0x0603 | 0x0804..=0x0806 | 0x0809..=0x080b) {
+        return false;
+    }
+    let scheme = rustls::SignatureScheme::from(scheme);
+    algorithms
+        .mapping
+        .iter()
+        .filter(|(s, _)| *s == scheme)
+        .flat_map(|(_, algs)| algs.iter())
+        .filter(|alg| alg.public_key_alg_id().as_ref() == leaf.spki_algorithm.as_slice())
+        .any(|alg| {
+            alg.verify_signature(&leaf.public_key, message, signature)
+                .is_ok()
+        })
+}
+
 /// What CertificateVerify signs (RFC 8446 §4.4.3).
 fn certificate_verify_input(transcript_hash: &[u8]) -> Vec<u8> {
     let mut m = vec![0x20u8; 64];
@@ -288,7 +315,7 @@ pub async fn handshake(stream: BoxStream, mut hello: ClientHello) -> io::Result<
     let mut alpn = None;
     let mut certificates = Vec::new();
     let mut leaf = None;
-    let mut ed25519_signature_valid = false;
+    let mut signature_valid = false;
     loop {
         let (kind, mut body) = records.next().await?;
         match kind {
@@ -336,10 +363,9 @@ pub async fn handshake(stream: BoxStream, mut hello: ClientHello) -> io::Result<
                 CERTIFICATE_VERIFY => {
                     let (scheme, signature) =
                         messages::parse_certificate_verify(m.body()).map_err(invalid)?;
-                    if let Some(key) = leaf.as_ref().and_then(|l| l.ed25519_key) {
+                    if let Some(leaf) = &leaf {
                         let input = certificate_verify_input(&transcript.current());
-                        ed25519_signature_valid =
-                            scheme == ED25519_SCHEME && ed25519_verify(&key, &input, &signature);
+                        signature_valid = verify_signature(leaf, scheme, &input, &signature);
                     }
                     expected = FINISHED;
                 }
@@ -367,7 +393,7 @@ pub async fn handshake(stream: BoxStream, mut hello: ClientHello) -> io::Result<
                         server_key,
                         certificates,
                         leaf,
-                        ed25519_signature_valid,
+                        signature_valid,
                         alpn,
                         suite,
                         group,

@@ -12,18 +12,19 @@
 //!
 //! What it checks: TLS 1.3 chosen, our session ID echoed, an offered suite and group, the
 //! server's Finished (which proves the server holds the key schedule). The certificate chain
-//! is handed to the caller: REALITY authenticates the server by the HMAC in its temporary
-//! certificate plus an Ed25519 CertificateVerify, which is checked here. Other key types'
-//! CertificateVerify is not checked yet, so this client alone is no replacement for
-//! certificate verification (a REALITY client only crawls, as a browser, a server that
-//! failed REALITY's check). A HelloRetryRequest fails the handshake cleanly.
+//! is handed to the caller with whether CertificateVerify is a valid signature by its leaf
+//! (any key type rustls' aws-lc-rs provider verifies): REALITY then checks the HMAC in its
+//! temporary certificate, a fingerprinted TLS client the `pinnedPeerCertSha256` pins. A
+//! HelloRetryRequest fails the handshake cleanly.
 //!
 //! * [`messages`]: handshake message reassembly and parsers (sans-IO; fuzzed).
 //! * [`schedule`]: the key schedule (sans-IO; RFC 8448's trace).
 //! * [`certificate`]: the two facts REALITY needs from the leaf's DER.
 //! * [`handshake`]: the async driver.
+//! * [`fingerprinted`]: `tlsSettings.fingerprint` on an ordinary TLS client.
 
 pub mod certificate;
+pub mod fingerprinted;
 pub mod handshake;
 pub mod messages;
 pub mod schedule;

@@ -28,7 +28,7 @@ impl Suite {
 
     fn derive_secret(self, secret: &[u8], label: &[u8], transcript_hash: &[u8]) -> Vec<u8> {
         self.hash
-            .expand_label(secret, label, transcript_hash, self.hash.len())
+            .expand_label(secret, label, transcript_hash, self.hash.output_len())
     }
 
     /// The record key and static IV of one traffic secret (RFC 8446 §7.3).
@@ -47,9 +47,9 @@ impl Suite {
 
     /// Finished's verify_data over `transcript_hash` with `base_secret` (RFC 8446 §4.4.4).
     pub fn verify_data(self, base_secret: &[u8], transcript_hash: &[u8]) -> Vec<u8> {
-        let finished_key = self
-            .hash
-            .expand_label(base_secret, b"finished", &[], self.hash.len());
+        let finished_key =
+            self.hash
+                .expand_label(base_secret, b"finished", &[], self.hash.output_len());
         self.hash.hmac(&finished_key, transcript_hash)
     }
 }
@@ -75,7 +75,7 @@ impl HandshakeSecrets {
     /// From the (EC)DHE shared secret and the hash of ClientHello..ServerHello (no PSK).
     pub fn new(suite: Suite, shared_secret: &[u8], hello_hash: &[u8]) -> HandshakeSecrets {
         let h = suite.hash;
-        let zeros = vec![0u8; h.len()];
+        let zeros = vec![0u8; h.output_len()];
         let early = h.extract(&[], &zeros);
         let derived = suite.derive_secret(&early, b"derived", &h.hash(&[]));
         let handshake_secret = h.extract(&derived, shared_secret);
@@ -93,7 +93,7 @@ impl HandshakeSecrets {
         let suite = self.suite;
         let h = suite.hash;
         let derived = suite.derive_secret(&self.handshake_secret, b"derived", &h.hash(&[]));
-        let master = h.extract(&derived, &vec![0u8; h.len()]);
+        let master = h.extract(&derived, &vec![0u8; h.output_len()]);
         (
             suite.derive_secret(&master, b"c ap traffic", transcript_hash),
             suite.derive_secret(&master, b"s ap traffic", transcript_hash),
