@@ -214,6 +214,11 @@ fn client_tls(t: &TlsPlan, server_name: &str) -> TlsClientOptions {
         pinned_sha256: t.pinned_peer_cert_sha256.clone(),
         min_version: version(&t.min_version),
         max_version: version(&t.max_version),
+        // Names were checked against Xray's list when the config was built.
+        fingerprint: t
+            .fingerprint
+            .as_deref()
+            .and_then(|name| skiff_transport::fingerprint::Fingerprint::from_xray_name(name).ok()),
     }
 }
 

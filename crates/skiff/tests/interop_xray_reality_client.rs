@@ -285,3 +285,61 @@ fn wrong_public_key_carries_nothing() {
     );
     assert_healthy(&mut skiff, &log);
 }
+
+/// `tlsSettings.fingerprint` on a plain TLS outbound: the browser hello through our TLS 1.3
+/// handshake to Xray's (Go crypto/tls) VLESS-over-TLS server, the certificate pinned.
+fn tls_fingerprint_case(fingerprint: &str) {
+    let Some(xray) = xray() else { return };
+    let dir = TempDir::new(&format!("tls-fingerprint-{fingerprint}"));
+    let (cert, key) = certificate(dir.path());
+    let out = Command::new("openssl")
+        .args(["x509", "-noout", "-fingerprint", "-sha256", "-in"])
+        .arg(&cert)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let pin = text.trim().rsplit('=').next().unwrap().to_string();
+    let sink = TcpListener::bind("127.0.0.1:0").unwrap();
+    let d = sink.local_addr().unwrap().port();
+    let (b, c) = (free_port(), free_port());
+    let server_json = serde_json::json!({
+        "log": { "loglevel": "warning" },
+        "inbounds": [{ "listen": "127.0.0.1", "port": c, "protocol": "vless",
+            "settings": { "clients": [{ "id": UUID }], "decryption": "none" },
+            "streamSettings": { "network": "tcp", "security": "tls",
+                "tlsSettings": { "certificates": [{ "certificateFile": cert, "keyFile": key }] } } }],
+        "outbounds": [{ "protocol": "freedom",
+            "settings": { "finalRules": [{ "action": "allow", "ip": ["127.0.0.0/8"] }] } }]
+    })
+    .to_string();
+    let client_json = serde_json::json!({
+        "log": { "loglevel": "debug" },
+        "inbounds": [{ "listen": "127.0.0.1", "port": b, "protocol": "dokodemo-door",
+            "settings": { "address": "127.0.0.1", "port": d, "network": "tcp" } }],
+        "outbounds": [{ "protocol": "vless",
+            "settings": { "vnext": [{ "address": "127.0.0.1", "port": c,
+                "users": [{ "id": UUID, "encryption": "none" }] }] },
+            "streamSettings": { "network": "tcp", "security": "tls",
+                "tlsSettings": { "serverName": "localhost", "fingerprint": fingerprint,
+                    "pinnedPeerCertSha256": pin } } }]
+    })
+    .to_string();
+    let _server = start_xray(&xray, dir.path(), "c", &server_json, c);
+    let (mut skiff, log) = start_skiff(dir.path(), "b", &client_json, &[b]);
+    let d_side = std::thread::spawn(move || {
+        let (s, _) = sink.accept().unwrap();
+        exchange(s, 2)
+    });
+    let (down_len, down_digest) = exchange(TcpStream::connect(("127.0.0.1", b)).unwrap(), 1);
+    let (up_len, up_digest) = d_side.join().unwrap();
+    assert_eq!((up_len, down_len), (BULK, BULK), "{fingerprint}: lengths");
+    assert_eq!(up_digest, digest(1), "{fingerprint}: uplink SHA-256");
+    assert_eq!(down_digest, digest(2), "{fingerprint}: downlink SHA-256");
+    assert_healthy(&mut skiff, &log);
+}
+
+#[test]
+fn tls_fingerprint_to_xray_tls_server() {
+    tls_fingerprint_case("chrome");
+    tls_fingerprint_case("firefox");
+}
