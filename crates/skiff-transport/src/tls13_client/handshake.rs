@@ -440,3 +440,108 @@ fn alert(body: &[u8]) -> io::Error {
         format!("TLS handshake: the server sent alert {description}"),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fingerprint::Fingerprint;
+    use crate::tls13_client::messages::RETRY_RANDOM;
+
+    /// Runs the client against a scripted server that reads the hello, then sends `reply`
+    /// and closes; the client's outcome.
+    async fn against(reply: Vec<u8>, echo_session_id: bool) -> io::Result<Established> {
+        let (client_end, mut server_end) = tokio::net::UnixStream::pair().unwrap();
+        let hello = Fingerprint::Chrome
+            .client_hello(Some("example.com"), &[], [5; 32])
+            .unwrap();
+        let server = tokio::spawn(async move {
+            let mut buf = vec![0u8; 4096];
+            let _ = server_end.read(&mut buf).await;
+            let mut reply = reply;
+            if echo_session_id {
+                // Scripts below put a 32-byte session ID right after the random.
+                reply[5 + 4 + 2 + 32 + 1..][..32].copy_from_slice(&[5; 32]);
+            }
+            let _ = server_end.write_all(&reply).await;
+        });
+        let out = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            handshake(Box::new(client_end), hello),
+        )
+        .await
+        .expect("the handshake ends on its own");
+        let _ = server.await;
+        out
+    }
+
+    fn server_hello_record(random: [u8; 32], suite: u16, exts: &[u8]) -> Vec<u8> {
+        let mut body = vec![3, 3];
+        body.extend_from_slice(&random);
+        body.push(32);
+        body.extend_from_slice(&[0; 32]);
+        body.extend_from_slice(&suite.to_be_bytes());
+        body.push(0);
+        body.extend_from_slice(&(exts.len() as u16).to_be_bytes());
+        body.extend_from_slice(exts);
+        let mut msg = vec![SERVER_HELLO];
+        msg.extend_from_slice(&(body.len() as u32).to_be_bytes()[1..]);
+        msg.extend_from_slice(&body);
+        let mut record = vec![CONTENT_HANDSHAKE, 3, 3];
+        record.extend_from_slice(&(msg.len() as u16).to_be_bytes());
+        record.extend_from_slice(&msg);
+        record
+    }
+
+    fn message(e: io::Error) -> String {
+        e.to_string()
+    }
+
+    #[tokio::test]
+    async fn hello_retry_request_fails_cleanly() {
+        let exts = [0, 0x2b, 0, 2, 3, 4, 0, 0x33, 0, 2, 0, 0x17];
+        let err = against(server_hello_record(RETRY_RANDOM, 0x1301, &exts), true)
+            .await
+            .err()
+            .unwrap();
+        assert!(message(err).contains("HelloRetryRequest"));
+    }
+
+    #[tokio::test]
+    async fn a_tls12_server_is_refused() {
+        let err = against(server_hello_record([1; 32], 0xc02f, &[]), true)
+            .await
+            .err()
+            .unwrap();
+        assert!(message(err).contains("TLS 1.3"));
+    }
+
+    #[tokio::test]
+    async fn a_server_that_does_not_echo_the_session_id_is_refused() {
+        let mut exts = vec![0, 0x2b, 0, 2, 3, 4, 0, 0x33, 0, 36, 0, 0x1d, 0, 32];
+        exts.extend_from_slice(&[9; 32]);
+        let err = against(server_hello_record([1; 32], 0x1301, &exts), false)
+            .await
+            .err()
+            .unwrap();
+        assert!(message(err).contains("session ID"));
+    }
+
+    #[tokio::test]
+    async fn a_group_we_did_not_offer_and_a_closed_connection_are_errors() {
+        let mut exts = vec![0, 0x2b, 0, 2, 3, 4, 0, 0x33, 0, 36, 0, 0x1e, 0, 32];
+        exts.extend_from_slice(&[9; 32]);
+        let err = against(server_hello_record([1; 32], 0x1301, &exts), true)
+            .await
+            .err()
+            .unwrap();
+        assert!(message(err).contains("did not offer"));
+        // A valid ServerHello, then the server goes away: an error, not a hang.
+        let mut exts = vec![0, 0x2b, 0, 2, 3, 4, 0, 0x33, 0, 36, 0, 0x1d, 0, 32];
+        exts.extend_from_slice(&x25519::public_key(&x25519::generate_private()));
+        let err = against(server_hello_record([1; 32], 0x1301, &exts), true)
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+    }
+}
