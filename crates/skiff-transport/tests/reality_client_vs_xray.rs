@@ -237,3 +237,45 @@ fn tempdir() -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// A figure, not a check (run with `--ignored --nocapture`): sequential REALITY handshakes
+/// per second from our client to Xray's server, each with a one-byte VLESS exchange so Xray
+/// has done its part, for `chrome` (X25519MLKEM768 chosen by Xray) and `firefox`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn handshake_rate_against_xray() {
+    let Some(bin) = xray() else { return };
+    let dir = tempdir();
+    let (target_port, xray_port) = (free_port(), free_port());
+    let _target = start_target(&dir, target_port);
+    let _xray = start_xray(&bin, &dir, xray_port, target_port);
+    wait_for_port(target_port).await;
+    wait_for_port(xray_port).await;
+    let echo = start_echo().await;
+    for fingerprint in [Fingerprint::Chrome, Fingerprint::Firefox] {
+        let client = RealityClient::new(options(PUBLIC_KEY, fingerprint)).unwrap();
+        let n = 300;
+        let start = std::time::Instant::now();
+        for _ in 0..n {
+            let tcp = TcpStream::connect(("127.0.0.1", xray_port)).await.unwrap();
+            let mut s = client.connect(Box::new(tcp)).await.unwrap();
+            let mut request = vec![0u8];
+            request.extend_from_slice(&UUID_BYTES);
+            request.extend_from_slice(&[0, 1]);
+            request.extend_from_slice(&echo.to_be_bytes());
+            request.extend_from_slice(&[1, 127, 0, 0, 1, b'x']);
+            s.write_all(&request).await.unwrap();
+            let mut back = [0u8; 3];
+            tokio::time::timeout(Duration::from_secs(10), s.read_exact(&mut back))
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(back, [0, 0, b'x']);
+        }
+        let secs = start.elapsed().as_secs_f64();
+        println!(
+            "{fingerprint:?}: {n} handshakes + 1-byte round trips in {secs:.2} s = {:.0}/s",
+            n as f64 / secs
+        );
+    }
+}
