@@ -131,7 +131,7 @@ pub async fn serve(
     Ok(())
 }
 
-async fn dial(dest: &Destination) -> io::Result<BoxStream> {
+pub(crate) async fn dial(dest: &Destination) -> io::Result<BoxStream> {
     let tuned = |stream: TcpStream| -> io::Result<BoxStream> {
         TcpTuning::default().apply(&stream)?;
         Ok(Box::new(stream))

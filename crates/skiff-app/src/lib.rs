@@ -9,6 +9,7 @@ mod kcp_params;
 mod memory;
 mod outbound_kcptun;
 mod outbounds;
+mod reality_target;
 mod routed_packets;
 mod shared;
 mod sniffing;

@@ -27,8 +27,12 @@ pub fn server_stack(plan: &StreamPlan) -> Result<ServerStack, String> {
     if let StreamSecurity::Tls(t) = &plan.security {
         layers.push(Arc::new(TlsServer::new(&server_tls(t))?));
     }
-    if let StreamSecurity::Reality(_) = &plan.security {
-        return Err("REALITY server not wired yet".into());
+    if let StreamSecurity::Reality(r) = &plan.security {
+        let server = r
+            .server
+            .as_ref()
+            .ok_or("realitySettings of an inbound without its server keys")?;
+        layers.push(Arc::new(crate::reality_target::server(server, r.show)?));
     }
     let base = match &plan.network {
         StreamNetwork::Tcp => ServerBase::Tcp,

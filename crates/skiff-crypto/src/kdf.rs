@@ -35,6 +35,38 @@ pub fn hkdf_sha1(ikm: &[u8], salt: &[u8], info: &[u8], out: &mut [u8]) {
     okm.fill(out).expect("HKDF-SHA1 fill of the asked length");
 }
 
+/// HKDF-SHA256 (RFC 5869), extract then expand, filling `out` (at most 255 × 32 bytes):
+/// REALITY's session key.
+pub fn hkdf_sha256(ikm: &[u8], salt: &[u8], info: &[u8], out: &mut [u8]) {
+    use aws_lc_rs::hkdf::{HKDF_SHA256, KeyType, Salt};
+    struct Len(usize);
+    impl KeyType for Len {
+        fn len(&self) -> usize {
+            self.0
+        }
+    }
+    let prk = Salt::new(HKDF_SHA256, salt).extract(ikm);
+    let info = [info];
+    let okm = prk
+        .expand(&info, Len(out.len()))
+        .expect("HKDF-SHA256 output of at most 255 blocks");
+    okm.fill(out).expect("HKDF-SHA256 fill of the asked length");
+}
+
+/// HMAC-SHA512 over the concatenation of `parts`: what REALITY puts in its temporary
+/// certificate's signature field.
+pub fn hmac_sha512(key: &[u8], parts: &[&[u8]]) -> [u8; 64] {
+    use aws_lc_rs::hmac;
+    let key = hmac::Key::new(hmac::HMAC_SHA512, key);
+    let mut ctx = hmac::Context::with_key(&key);
+    for p in parts {
+        ctx.update(p);
+    }
+    let mut out = [0u8; 64];
+    out.copy_from_slice(ctx.sign().as_ref());
+    out
+}
+
 /// PBKDF2-HMAC-SHA1 (RFC 8018) filling `out`: kcptun's key schedule and kcp-go's XOR table.
 /// `iterations` of 0 counts as 1.
 pub fn pbkdf2_hmac_sha1(secret: &[u8], salt: &[u8], iterations: u32, out: &mut [u8]) {
@@ -92,6 +124,22 @@ mod tests {
         let mut okm = [0u8; 42];
         hkdf_sha1(&ikm, &salt, &info, &mut okm);
         assert_eq!(okm[..8], [0x08, 0x5a, 0x01, 0xea, 0x1b, 0x10, 0xf3, 0x69]);
+    }
+
+    #[test]
+    fn hkdf_sha256_rfc5869_case_1() {
+        let ikm = [0x0b; 22];
+        let salt: Vec<u8> = (0..=0x0c).collect();
+        let info: Vec<u8> = (0xf0..=0xf9).collect();
+        let mut okm = [0u8; 42];
+        hkdf_sha256(&ikm, &salt, &info, &mut okm);
+        assert_eq!(okm[..8], [0x3c, 0xb2, 0x5f, 0x25, 0xfa, 0xac, 0xd5, 0x7a]);
+    }
+
+    #[test]
+    fn hmac_sha512_rfc4231_case_2() {
+        let mac = hmac_sha512(b"Jefe", &[b"what do ya want ", b"for nothing?"]);
+        assert_eq!(mac[..4], [0x16, 0x4b, 0x7a, 0x7b]);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 pub mod aead;
 #[cfg(target_arch = "x86_64")]
 pub mod aes_cfb;
+pub mod ed25519;
 pub mod hash;
 pub mod kcp;
 pub mod kdf;

@@ -1,8 +1,7 @@
 //! The primitives a TLS 1.3 client handshake of our own needs (RFC 8446 §7): the transcript
 //! hashes, HKDF-Extract / HKDF-Expand-Label over SHA-256 and SHA-384, HMAC for Finished, the
 //! ephemeral key exchanges a browser offers (X25519, P-256, and the ML-KEM-768 half of
-//! X25519MLKEM768), plus the two REALITY derivations (HKDF-SHA256 of the auth key, and the
-//! HMAC-SHA512 the server signs its temporary certificate with).
+//! X25519MLKEM768), and the Ed25519 check of a REALITY server's CertificateVerify.
 
 use aws_lc_rs::agreement::{self, ECDH_P256, EphemeralPrivateKey, UnparsedPublicKey};
 use aws_lc_rs::digest;
@@ -118,22 +117,6 @@ impl KeyType for Len {
     fn len(&self) -> usize {
         self.0
     }
-}
-
-/// HKDF-SHA256, extract then expand: REALITY's auth key from the X25519 secret.
-pub fn hkdf_sha256(ikm: &[u8], salt: &[u8], info: &[u8], out: &mut [u8]) {
-    hkdf::Salt::new(hkdf::HKDF_SHA256, salt)
-        .extract(ikm)
-        .expand(&[info], Len(out.len()))
-        .and_then(|okm| okm.fill(out))
-        .expect("HKDF-Expand within its bound");
-}
-
-/// HMAC-SHA512: what a REALITY server puts in its temporary certificate's signature field.
-pub fn hmac_sha512(key: &[u8], data: &[u8]) -> [u8; 64] {
-    let mut out = [0u8; 64];
-    out.copy_from_slice(hmac::sign(&hmac::Key::new(hmac::HMAC_SHA512, key), data).as_ref());
-    out
 }
 
 /// Ed25519 signature verification (RFC 8032): a REALITY server signs CertificateVerify with

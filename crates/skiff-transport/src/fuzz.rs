@@ -1,6 +1,10 @@
 //! Fuzz entry points. Each must return normally for every input; a panic is a bug.
 
 use crate::tls::peek_client_hello;
+
+/// REALITY's server: ClientHello reassembly, parsing and authentication; the target's
+/// ServerHello.
+pub use crate::reality::server::fuzz_reality;
 use crate::ws::early_data::{self, EarlyDataCarrier};
 use crate::ws::handshake::{ServerOptions, parse_request, parse_response};
 use crate::ws::{FrameDecoder, Role, parse_header};

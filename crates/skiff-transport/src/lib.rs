@@ -17,6 +17,8 @@
 //! * [`tls`]: TLS over rustls, then (TLS 1.3) our own record layer, which keeps every byte
 //!   read so XTLS Vision can leave it one direction at a time; a bounded ClientHello peek
 //!   (SNI, ALPN, versions) for fallbacks.
+//! * [`reality`]: the REALITY server: ClientHello authentication, the temporary
+//!   certificate, and the byte-for-byte relay to the target for everyone else.
 //! * [`kcp`] and [`mkcp`]: the async edge of kcptun's KCP + smux and of V2Ray's mKCP: tokio
 //!   UDP sockets and timers around skiff-kcp's sans-IO sessions, each connection or smux
 //!   stream a [`skiff_core::BoxStream`]; [`udp_sessions`] caps what their listeners hold.

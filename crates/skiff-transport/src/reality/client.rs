@@ -18,7 +18,7 @@ use std::io;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use skiff_core::{BoxFuture, BoxStream, ClientLayer};
-use skiff_crypto::tls13::{hkdf_sha256, hmac_sha512};
+use skiff_crypto::kdf::hmac_sha512;
 use skiff_crypto::{AeadKey, AeadKind, TAG_LEN, constant_time_eq, x25519};
 
 use crate::fingerprint::{Fingerprint, browser_alpn, hello::RANDOM_OFFSET};
@@ -96,8 +96,7 @@ impl RealityClient {
         let shared = x25519::shared_secret(&private, &o.public_key)
             .ok_or_else(|| io::Error::other("REALITY: unusable publicKey"))?;
         let random: [u8; 32] = hello.random().try_into().expect("32-byte random");
-        let mut auth_key = [0u8; 32];
-        hkdf_sha256(&shared, &random[..20], b"REALITY", &mut auth_key);
+        let auth_key = super::auth::reality_auth_key(&shared, &random);
 
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -148,7 +147,7 @@ fn is_reality_server(established: &Established, auth_key: &[u8; 32]) -> bool {
     let Some(key) = established.leaf.ed25519_key else {
         return false;
     };
-    constant_time_eq(&hmac_sha512(auth_key, &key), &established.leaf.signature)
+    constant_time_eq(&hmac_sha512(auth_key, &[&key]), &established.leaf.signature)
         && established.signature_valid
 }
 
@@ -183,6 +182,23 @@ mod tests {
             aead.open_in_place(&random[20..], &[2u8; 300], &mut sealed)
                 .is_err()
         );
+    }
+
+    /// The server side's opener (`reality/auth.rs`) reads what this side seals, in a real
+    /// ClientHello.
+    #[test]
+    fn the_server_side_opens_our_session_id() {
+        let mut hello = Fingerprint::Chrome
+            .client_hello(Some("example.com"), &browser_alpn(), [0; 32])
+            .unwrap();
+        let random: [u8; 32] = hello.random().try_into().unwrap();
+        let key = super::super::auth::reality_auth_key(&[3; 32], &random);
+        let sealed = seal_session_id(&key, &random, &hello.message, &[0xab], 77);
+        hello.session_id_mut().copy_from_slice(&sealed);
+        let fields = super::super::auth::open_session_id(&key, &hello.message).unwrap();
+        assert_eq!(fields.version, CLAIMED_VERSION);
+        assert_eq!(fields.unix_time, 77);
+        assert_eq!(fields.short_id, [0xab, 0, 0, 0, 0, 0, 0, 0]);
     }
 
     #[test]

@@ -7,7 +7,7 @@ pub mod client;
 /// The peek lives in skiff-sniff (routing sniffs the same ClientHello); its old path stays.
 pub use skiff_sniff::client_hello;
 mod layer;
-mod read_ahead;
+pub(crate) mod read_ahead;
 pub(crate) mod records;
 pub mod server;
 pub mod stream;
