@@ -4,7 +4,8 @@
 //! REALITY → freedom) → D. TCP with and without Vision, 16 MiB each way at once, SHA-256
 //! checked; UDP, 512 datagrams echoed one by one, SHA-256 checked. Xray's REALITY target is
 //! a local `openssl s_server`. With a wrong publicKey the same chain carries nothing: Xray
-//! hands us to its target and Skiff's client gives up as Xray's does.
+//! hands us to its target and Skiff's client gives up as Xray's does. Also: Skiff's client
+//! against Skiff's own REALITY server, and `tlsSettings.fingerprint` against Xray's TLS.
 
 mod common;
 
@@ -168,12 +169,25 @@ fn exchange(s: TcpStream, seed: u64) -> (u64, Vec<u8>) {
 
 fn tcp_case(flow: &str, fingerprint: &str) {
     let Some(xray) = xray() else { return };
-    let dir = TempDir::new(&format!("reality-client-{}-{fingerprint}", flow.len()));
+    tcp_case_with(Some(&xray), flow, fingerprint);
+}
+
+/// C is Xray, or with `xray` None Skiff's own REALITY server.
+fn tcp_case_with(xray: Option<&Path>, flow: &str, fingerprint: &str) {
+    let dir = TempDir::new(&format!(
+        "reality-client-{}-{fingerprint}-{}",
+        flow.len(),
+        xray.is_some()
+    ));
     let sink = TcpListener::bind("127.0.0.1:0").unwrap();
     let d = sink.local_addr().unwrap().port();
     let (b, c, t) = (free_port(), free_port(), free_port());
     let _target = start_target(dir.path(), t);
-    let _server = start_xray(&xray, dir.path(), "c", &server_config(c, t, flow), c);
+    let server_json = server_config(c, t, flow);
+    let _server = match xray {
+        Some(xray) => start_xray(xray, dir.path(), "c", &server_json, c),
+        None => start_skiff(dir.path(), "c", &server_json, &[c]).0,
+    };
     let client_json = client_config(b, d, "tcp", c, flow, PUBLIC_KEY, fingerprint);
     let (mut skiff, log) = start_skiff(dir.path(), "b", &client_json, &[b]);
     let d_side = std::thread::spawn(move || {
@@ -197,6 +211,13 @@ fn tcp_without_flow() {
 #[test]
 fn tcp_with_vision() {
     tcp_case("xtls-rprx-vision", "chrome");
+}
+
+/// Both ends Skiff: our client against our own REALITY server.
+#[test]
+fn skiff_client_to_skiff_reality_server() {
+    tcp_case_with(None, "", "chrome");
+    tcp_case_with(None, "xtls-rprx-vision", "firefox");
 }
 
 #[test]
