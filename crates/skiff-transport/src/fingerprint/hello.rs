@@ -235,11 +235,14 @@ pub fn build(spec: &Spec, vars: &Variables<'_>) -> Option<ClientHello> {
                 data.extend_from_slice(&list);
                 (0x002b, data)
             }
-            Ext::EchGrease { payload_lens } => {
+            Ext::EchGrease {
+                aeads,
+                payload_lens,
+            } => {
                 let payload_len = payload_lens[random_below(payload_lens.len())] as usize;
                 let mut data = vec![0u8]; // outer ClientHello
                 put_u16(&mut data, 0x0001); // HKDF-SHA256
-                put_u16(&mut data, 0x0001); // AES-128-GCM
+                put_u16(&mut data, aeads[random_below(aeads.len())]);
                 let mut config_id = [0u8; 1];
                 random::fill(&mut config_id);
                 data.push(config_id[0]);

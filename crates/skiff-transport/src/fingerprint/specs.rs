@@ -30,9 +30,14 @@ pub enum Ext {
     KeyShare(&'static [u16]),
     /// supported_versions; [`GREASE`] marks the GREASE slot.
     Versions(&'static [u16]),
-    /// encrypted_client_hello as GREASE (draft-ietf-tls-esni §6.2): random config id, random
-    /// 32-byte `enc`, and a random payload of one of these lengths.
-    EchGrease { payload_lens: &'static [u16] },
+    /// encrypted_client_hello as GREASE (draft-ietf-tls-esni §6.2): HKDF-SHA256 with one of
+    /// the AEADs (HPKE ids: 1 AES-128-GCM, 3 ChaCha20-Poly1305) picked per connection, as
+    /// uTLS does; random config id, random 32-byte `enc`, and a random payload of one of
+    /// these lengths.
+    EchGrease {
+        aeads: &'static [u16],
+        payload_lens: &'static [u16],
+    },
     /// Anything whose body never changes: its type and body bytes.
     Fixed(u16, &'static [u8]),
 }
@@ -94,6 +99,7 @@ pub const CHROME: Spec = Spec {
         // application_settings (new code point) for h2
         Ext::Fixed(0x44cd, &[0, 3, 2, b'h', b'2']),
         Ext::EchGrease {
+            aeads: &[1, 3],
             payload_lens: &[144, 176, 208, 240],
         },
         Ext::Grease { second: true },
@@ -140,6 +146,7 @@ pub const FIREFOX: Spec = Spec {
         // compress_certificate: zlib, brotli, zstd
         Ext::Fixed(0x001b, &[6, 0, 1, 0, 2, 0, 3]),
         Ext::EchGrease {
+            aeads: &[1, 3],
             payload_lens: &[239],
         },
     ],
