@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use skiff_config::{HttpHeaderPlan, StreamNetwork, StreamPlan, StreamSecurity, TlsPlan};
+use skiff_config::{
+    HttpHeaderPlan, RealityPlan, StreamNetwork, StreamPlan, StreamSecurity, TlsPlan,
+};
 use skiff_core::tcp_tuning::TcpTuning;
 use skiff_core::{ClientLayer, Dialer, MultiplexServer, Outbound, OutboundDialer, ServerLayer};
 use skiff_transport::http_header::{
@@ -13,6 +15,7 @@ use skiff_transport::http_header::{
 use skiff_transport::httpupgrade::{HttpUpgradeClient, HttpUpgradeServer};
 use skiff_transport::kcp::dial::KcptunDialer;
 use skiff_transport::mkcp::dial::MkcpDialer;
+use skiff_transport::reality::client::{RealityClient, RealityClientOptions};
 use skiff_transport::stack::{LayeredDialer, ServerBase, ServerStack, Unchainable};
 use skiff_transport::tcp::TcpDialer;
 use skiff_transport::tls::{TlsClient, TlsClientOptions, TlsServer, TlsServerOptions, TlsVersion};
@@ -73,13 +76,18 @@ pub fn client_dialer(
     let server_name = match &plan.security {
         StreamSecurity::Tls(t) => t.server_name.clone().unwrap_or_else(|| server.to_string()),
         StreamSecurity::None => server.to_string(),
-        StreamSecurity::Reality(_) => {
-            return Err("REALITY client not built yet: security \"reality\" works on inbounds only in this version of skiff".into());
-        }
+        StreamSecurity::Reality(r) => r
+            .client
+            .as_ref()
+            .and_then(|c| c.server_name.clone())
+            .unwrap_or_else(|| server.to_string()),
     };
     let mut layers: Vec<Arc<dyn ClientLayer>> = Vec::new();
     if let StreamSecurity::Tls(t) = &plan.security {
         layers.push(Arc::new(TlsClient::new(&client_tls(t, &server_name))?));
+    }
+    if let StreamSecurity::Reality(r) = &plan.security {
+        layers.push(Arc::new(reality_client(r, &server_name)?));
     }
     let chained = via.map(|via| Arc::new(OutboundDialer(via)) as Arc<dyn Dialer>);
     let tcp = || -> Arc<dyn Dialer> {
@@ -216,5 +224,31 @@ fn client_tls(t: &TlsPlan, server_name: &str) -> TlsClientOptions {
         pinned_sha256: t.pinned_peer_cert_sha256.clone(),
         min_version: version(&t.min_version),
         max_version: version(&t.max_version),
+        // Names were checked against Xray's list when the config was built.
+        fingerprint: t
+            .fingerprint
+            .as_deref()
+            .and_then(|name| skiff_transport::fingerprint::Fingerprint::from_xray_name(name).ok()),
     }
+}
+
+/// An outbound's `realitySettings` as the REALITY client layer.
+fn reality_client(plan: &RealityPlan, server_name: &str) -> Result<RealityClient, String> {
+    let client = plan
+        .client
+        .as_ref()
+        .ok_or("realitySettings of an outbound without publicKey")?;
+    if client.mldsa65_verify.is_some() {
+        return Err("REALITY mldsa65Verify is not supported by skiff's client yet".into());
+    }
+    let fingerprint =
+        skiff_transport::fingerprint::Fingerprint::from_xray_name(&client.fingerprint)?;
+    RealityClient::new(RealityClientOptions {
+        server_name: server_name.to_string(),
+        public_key: client.public_key,
+        short_id: client.short_id.to_vec(),
+        spider_x: client.spider_x.clone(),
+        spider_y: client.spider_y,
+        fingerprint,
+    })
 }

@@ -496,6 +496,9 @@ pub struct TlsPlan {
     /// `rejectUnknownSni`, default false.
     pub reject_unknown_sni: bool,
     pub certificates: Vec<CertificatePlan>,
+    /// `fingerprint` on an outbound, lower-cased: the browser whose ClientHello is sent;
+    /// None (absent, empty or "unsafe") = skiff's own rustls hello.
+    pub fingerprint: Option<String>,
 }
 
 /// One certificate chain and its private key, PEM text (files are read at load time).

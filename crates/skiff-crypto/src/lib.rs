@@ -17,6 +17,7 @@ pub mod nonce;
 pub mod quic;
 pub mod random;
 pub mod shadowsocks;
+pub mod tls13;
 pub mod vmess;
 pub mod x25519;
 

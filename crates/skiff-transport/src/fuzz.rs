@@ -90,3 +90,11 @@ pub fn fuzz_http_header(data: &[u8]) {
         assert!(n <= data.len() && n <= MAX_HEAD_LEN);
     }
 }
+
+/// The TLS 1.3 client's view of a server: `data` as a run of handshake messages (every
+/// parser over every message), and as a leaf certificate's DER (REALITY's two facts).
+pub fn fuzz_tls13_server_flight(data: &[u8]) {
+    crate::tls13_client::messages::parse_any(data);
+    let _ = crate::tls13_client::messages::parse_server_hello(data);
+    let _ = crate::tls13_client::certificate::leaf_facts(data);
+}

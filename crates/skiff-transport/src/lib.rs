@@ -22,10 +22,13 @@
 //! * [`kcp`] and [`mkcp`]: the async edge of kcptun's KCP + smux and of V2Ray's mKCP: tokio
 //!   UDP sockets and timers around skiff-kcp's sans-IO sessions, each connection or smux
 //!   stream a [`skiff_core::BoxStream`]; [`udp_sessions`] caps what their listeners hold.
+//! * [`fingerprint`]: browser-shaped ClientHellos (Xray's `fingerprint`); [`tls13_client`]: the
+//!   TLS 1.3 client handshake that sends them (REALITY), ending in `tls/records.rs`.
 //! * [`base64`]: the two base64 alphabets the handshake needs.
 //! * [`fuzz`]: entry points for fuzzers (never panic on any input).
 
 pub mod base64;
+pub mod fingerprint;
 pub mod fuzz;
 pub mod http_header;
 pub mod httpupgrade;
@@ -35,6 +38,7 @@ pub mod reality;
 pub mod stack;
 pub mod tcp;
 pub mod tls;
+pub mod tls13_client;
 pub mod udp_sessions;
 pub mod ws;
 

@@ -835,10 +835,17 @@ fn tls_settings_errors_and_warnings() {
         &format!("{t}.cipherSuites"),
         "ignored",
     );
-    warned(
-        &out_stream(r#"{"security": "tls", "tlsSettings": {"fingerprint": "chrome"}}"#),
+    let plan = ok(&out_stream(
+        r#"{"security": "tls", "tlsSettings": {"fingerprint": "Chrome"}}"#,
+    ));
+    let StreamSecurity::Tls(tls) = &plan.outbounds[0].stream.security else {
+        panic!()
+    };
+    assert_eq!(tls.fingerprint.as_deref(), Some("chrome"));
+    has_error(
+        &out_stream(r#"{"security": "tls", "tlsSettings": {"fingerprint": "netscape"}}"#),
         &format!("{o}.fingerprint"),
-        "uTLS fingerprints are not imitated yet",
+        "unknown fingerprint `netscape`",
     );
     let plan = warned(
         &socks_stream(r#"{"security": "none", "tlsSettings": {"serverName": "x"}}"#),

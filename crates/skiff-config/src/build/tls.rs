@@ -69,11 +69,12 @@ pub fn tls_plan(
             }
         }
     }
-    if let Some(fp) = raw.fingerprint.as_deref().filter(|f| !f.trim().is_empty()) {
-        diags.push(loc.key("fingerprint").warning(format!(
-            "uTLS fingerprints are not imitated yet: `{fp}` is ignored and skiff's own TLS client hello is sent"
-        )));
-    }
+    let fingerprint = tls_fingerprint(
+        raw.fingerprint.as_deref(),
+        &loc.key("fingerprint"),
+        side,
+        diags,
+    );
     unsupported_keys(&raw, loc, diags);
 
     let mut certificates = Vec::new();
@@ -115,7 +116,36 @@ pub fn tls_plan(
         pinned_peer_cert_sha256: pinned,
         reject_unknown_sni: raw.reject_unknown_sni.unwrap_or(false),
         certificates,
+        fingerprint,
     })
+}
+
+/// `fingerprint` (lower-cased): a browser ClientHello for an outbound, from Xray's list of
+/// names. `unsafe`, like an empty value, means no imitation (Xray's own Go TLS hello).
+fn tls_fingerprint(
+    value: Option<&str>,
+    loc: &Loc,
+    side: Side,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<String> {
+    let fp = value
+        .map(str::trim)
+        .filter(|f| !f.is_empty())?
+        .to_ascii_lowercase();
+    if side == Side::Inbound {
+        diags.push(loc.warning("fingerprint only applies to outbounds and is ignored here"));
+        return None;
+    }
+    if fp == "unsafe" {
+        return None;
+    }
+    if fp != "hellogolang" && !super::reality::FINGERPRINTS.contains(&fp.as_str()) {
+        diags.push(loc.error(format!(
+            "unknown fingerprint `{fp}` (such as \"chrome\", \"firefox\", \"safari\", \"random\")"
+        )));
+        return None;
+    }
+    Some(fp)
 }
 
 /// `minVersion` / `maxVersion`: skiff's TLS stack speaks 1.2 and 1.3 only.

@@ -6,8 +6,13 @@
 //!   temporary certificate, `server_padding` gives its handshake records the target's
 //!   lengths, `server_forward` relays to the target, `server_replay` remembers recent
 //!   hellos); `server_layer` makes it a [`skiff_core::ServerLayer`].
+//! * [`client`]: the client (a [`skiff_core::ClientLayer`] over our own TLS 1.3 handshake,
+//!   `crate::tls13_client`); `client_spider` crawls the real site when the server is not
+//!   REALITY's.
 
 pub mod auth;
+pub mod client;
+pub mod client_spider;
 pub mod server;
 mod server_cert;
 mod server_forward;

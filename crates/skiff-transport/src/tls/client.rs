@@ -34,6 +34,9 @@ pub struct TlsClientOptions {
     pub pinned_sha256: Vec<[u8; 32]>,
     pub min_version: Option<TlsVersion>,
     pub max_version: Option<TlsVersion>,
+    /// Xray's `fingerprint`: send this browser's ClientHello through our own TLS 1.3
+    /// handshake (`tls13_client/fingerprinted.rs`) instead of rustls'.
+    pub fingerprint: Option<crate::fingerprint::Fingerprint>,
 }
 
 /// A TLS client configuration for one server name, cheap to share across connections.
@@ -41,6 +44,7 @@ pub struct TlsClientOptions {
 pub struct TlsClient {
     config: Arc<ClientConfig>,
     server_name: ServerName<'static>,
+    fingerprinted: Option<Arc<crate::tls13_client::fingerprinted::FingerprintedTls>>,
 }
 
 impl fmt::Debug for TlsClient {
@@ -77,14 +81,32 @@ impl TlsClient {
         config.alpn_protocols = alpn_protocols(&options.alpn)?;
         // TLS 1.3 traffic keys move to our own record layer after the handshake.
         config.enable_secret_extraction = true;
+        let fingerprinted = match options.fingerprint {
+            Some(_) if options.max_version == Some(TlsVersion::V1_2) => {
+                return Err("a TLS fingerprint needs TLS 1.3 (maxVersion is 1.2)".into());
+            }
+            Some(fingerprint) => Some(Arc::new(
+                crate::tls13_client::fingerprinted::FingerprintedTls {
+                    fingerprint,
+                    server_name: options.server_name.clone(),
+                    alpn: options.alpn.clone(),
+                    pins: options.pinned_sha256.clone(),
+                },
+            )),
+            None => None,
+        };
         Ok(TlsClient {
             config: Arc::new(config),
             server_name,
+            fingerprinted,
         })
     }
 
     /// Handshake on `stream`; returns the decrypted stream. Bound it with a timeout.
     pub async fn connect(&self, stream: BoxStream) -> std::io::Result<BoxStream> {
+        if let Some(fingerprinted) = &self.fingerprinted {
+            return fingerprinted.connect(stream).await;
+        }
         let tls = TlsConnector::from(self.config.clone())
             .connect(self.server_name.clone(), ReadAhead::new(stream))
             .await?;

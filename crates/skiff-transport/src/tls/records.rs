@@ -123,16 +123,59 @@ impl RecordStream {
         tx: (u64, ConnectionTrafficSecrets),
         rx: (u64, ConnectionTrafficSecrets),
     ) -> io::Result<RecordStream> {
+        let (tx, rx) = (DirectionKey::new(tx)?, DirectionKey::new(rx)?);
+        Ok(RecordStream::with_keys(
+            inner,
+            leftover,
+            plaintext,
+            peer_closed,
+            tx,
+            rx,
+        ))
+    }
+
+    /// A stream whose keys came from our own TLS 1.3 client handshake
+    /// ([`crate::tls13_client`]) rather than from rustls: each direction's AEAD, key and
+    /// static IV, from record sequence number zero.
+    pub(crate) fn from_handshake(
+        inner: BoxStream,
+        leftover: Vec<u8>,
+        tx: (AeadKind, &[u8], [u8; 12]),
+        rx: (AeadKind, &[u8], [u8; 12]),
+    ) -> io::Result<RecordStream> {
+        let key = |(kind, key, iv): (AeadKind, &[u8], [u8; 12])| {
+            AeadKey::new(kind, key)
+                .map(|key| DirectionKey { key, iv, seq: 0 })
+                .map_err(io::Error::other)
+        };
+        Ok(RecordStream::with_keys(
+            inner,
+            leftover,
+            Vec::new(),
+            false,
+            key(tx)?,
+            key(rx)?,
+        ))
+    }
+
+    fn with_keys(
+        inner: BoxStream,
+        leftover: Vec<u8>,
+        plaintext: Vec<u8>,
+        peer_closed: bool,
+        tx: DirectionKey,
+        rx: DirectionKey,
+    ) -> RecordStream {
         // Already-decrypted data goes in front of the leftover ciphertext.
         let plain = (0, plaintext.len());
         let mut bytes = plaintext;
         bytes.extend_from_slice(&leftover);
         let mut rbuf = ReadBuffer::holding(bytes);
         rbuf.consume(plain.1);
-        Ok(RecordStream {
+        RecordStream {
             inner,
-            rx: DirectionKey::new(rx)?,
-            tx: DirectionKey::new(tx)?,
+            rx,
+            tx,
             rbuf,
             plain,
             read_eof: peer_closed,
@@ -141,7 +184,7 @@ impl RecordStream {
             reset: false,
             read_raw: false,
             write_raw: false,
-        })
+        }
     }
 
     /// Length of the whole record at the start of what `rbuf` holds, if it is all there.
