@@ -8,6 +8,7 @@ mod fallback_loops;
 mod geo_load;
 mod inbound;
 mod log;
+mod mux;
 mod outbound;
 mod policy;
 mod protocols;
@@ -91,6 +92,7 @@ fn default_outbound() -> OutboundPlan {
         }),
         stream: StreamPlan::default(),
         via: None,
+        mux: None,
     }
 }
 

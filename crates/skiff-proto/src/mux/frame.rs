@@ -81,7 +81,9 @@ pub fn parse_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, MuxError> {
     let mut network = None;
     let mut address = None;
     let mut global_id = None;
-    let carries_target = status == STATUS_NEW || (status == STATUS_KEEP && meta_len > 4);
+    // As Xray: a Keep frame names an address only when its network byte says UDP.
+    let carries_target =
+        status == STATUS_NEW || (status == STATUS_KEEP && meta.get(4) == Some(&NETWORK_UDP));
     if carries_target {
         let rest = &meta[4..];
         let net = *rest.first().ok_or(MuxError::MetadataTooShort)?;
@@ -146,6 +148,46 @@ pub fn encode_udp_keep(out: &mut Vec<u8>, session: u16, source: &Address, data: 
     out.extend_from_slice(data);
 }
 
+/// A New frame opening `session` to `target` over `network`, with no data: the data follows
+/// in Keep frames. `global_id` is XUDP's (UDP sessions only).
+pub fn encode_new(
+    out: &mut Vec<u8>,
+    session: u16,
+    network: u8,
+    target: &Address,
+    global_id: Option<[u8; 8]>,
+) {
+    let meta_at = out.len();
+    out.extend_from_slice(&[0, 0]);
+    out.extend_from_slice(&session.to_be_bytes());
+    out.extend_from_slice(&[STATUS_NEW, 0, network]);
+    port_first::put(target, out);
+    if let Some(id) = global_id {
+        out.extend_from_slice(&id);
+    }
+    let meta_len = (out.len() - meta_at - 2) as u16;
+    out[meta_at..meta_at + 2].copy_from_slice(&meta_len.to_be_bytes());
+}
+
+/// The most data one frame carries (its length is a u16).
+pub const MAX_DATA: usize = u16::MAX as usize;
+
+/// A Keep frame carrying `data` (at most [`MAX_DATA`] bytes, the caller splits) for a TCP
+/// session.
+pub fn encode_keep(out: &mut Vec<u8>, session: u16, data: &[u8]) {
+    debug_assert!(data.len() <= MAX_DATA);
+    out.extend_from_slice(&[0, 4]);
+    out.extend_from_slice(&session.to_be_bytes());
+    out.extend_from_slice(&[STATUS_KEEP, OPTION_DATA]);
+    out.extend_from_slice(&(data.len() as u16).to_be_bytes());
+    out.extend_from_slice(data);
+}
+
+/// A KeepAlive frame (session 0, no data), which keeps an idle connection from timing out.
+pub fn encode_keep_alive(out: &mut Vec<u8>) {
+    out.extend_from_slice(&[0, 4, 0, 0, STATUS_KEEP_ALIVE, 0]);
+}
+
 /// An End frame, with the error option when the session failed or was refused.
 pub fn encode_end(out: &mut Vec<u8>, session: u16, error: bool) {
     out.extend_from_slice(&[0, 4]);
@@ -171,6 +213,19 @@ pub fn fuzz_parse_all(data: &[u8]) {
             assert_eq!(again_len, out.len());
             assert_eq!(again.address.as_ref(), Some(address));
             assert_eq!(&out[again.data.clone()], payload);
+        }
+        if let (Some(network), Some(address)) = (frame.network, &frame.address)
+            && frame.status == STATUS_NEW
+        {
+            let mut out = Vec::new();
+            encode_new(&mut out, frame.session, network, address, frame.global_id);
+            let (again, again_len) = parse_frame(&out)
+                .ok()
+                .flatten()
+                .expect("a New frame parses");
+            assert_eq!(again_len, out.len());
+            assert_eq!(again.address.as_ref(), Some(address));
+            assert_eq!(again.session, frame.session);
         }
         at += len;
     }
