@@ -304,6 +304,62 @@ mod tests {
         }
 
         #[test]
+        fn new_frames_round_trip(session in any::<u16>(), udp in any::<bool>(), port in any::<u16>(),
+                                 name in "[a-z0-9]{1,20}(\\.[a-z0-9]{1,20}){0,3}",
+                                 global_id in proptest::option::of(any::<[u8; 8]>())) {
+            let network = if udp { NETWORK_UDP } else { NETWORK_TCP };
+            let global_id = if udp { global_id } else { None };
+            let target = Address::Domain(name, port);
+            let mut out = Vec::new();
+            encode_new(&mut out, session, network, &target, global_id);
+            let (frame, len) = parse_frame(&out).unwrap().unwrap();
+            prop_assert_eq!(len, out.len());
+            prop_assert_eq!((frame.session, frame.status), (session, STATUS_NEW));
+            prop_assert_eq!(frame.network, Some(network));
+            prop_assert_eq!(frame.address, Some(target));
+            prop_assert_eq!(frame.global_id, global_id);
+            prop_assert!(frame.data.is_empty());
+        }
+
+        /// A run of frames parses the same whole or fed in any two pieces (the reader sees
+        /// them as they come off the socket).
+        #[test]
+        fn frames_parse_the_same_however_they_arrive(
+            payloads in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 1..8),
+            cut in any::<proptest::sample::Index>()) {
+            let mut wire = Vec::new();
+            for (i, p) in payloads.iter().enumerate() {
+                encode_keep(&mut wire, i as u16, p);
+            }
+            encode_keep_alive(&mut wire);
+            encode_end(&mut wire, 1, false);
+            let cut = cut.index(wire.len() + 1);
+            let mut seen = Vec::new();
+            let mut buf = wire[..cut].to_vec();
+            let mut fed = cut;
+            loop {
+                match parse_frame(&buf).unwrap() {
+                    Some((frame, len)) => {
+                        seen.push((frame.session, frame.status, buf[frame.data].to_vec()));
+                        buf.drain(..len);
+                    }
+                    None if fed < wire.len() => {
+                        buf.extend_from_slice(&wire[fed..]);
+                        fed = wire.len();
+                    }
+                    None => break,
+                }
+            }
+            prop_assert!(buf.is_empty());
+            prop_assert_eq!(seen.len(), payloads.len() + 2);
+            for (i, p) in payloads.iter().enumerate() {
+                prop_assert_eq!(&seen[i], &(i as u16, STATUS_KEEP, p.clone()));
+            }
+            prop_assert_eq!(seen[payloads.len()].1, STATUS_KEEP_ALIVE);
+            prop_assert_eq!(seen[payloads.len() + 1].1, STATUS_END);
+        }
+
+        #[test]
         fn keep_frames_round_trip(session in any::<u16>(), port in any::<u16>(), ip in any::<[u8; 4]>(),
                                   data in proptest::collection::vec(any::<u8>(), 0..2000)) {
             let source = Address::Ip(SocketAddr::new(IpAddr::V4(Ipv4Addr::from(ip)), port));

@@ -838,3 +838,7 @@ impl MuxClient {
         Ok((SubDatagramRecv(recv), SubDatagramSend(send)))
     }
 }
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;
