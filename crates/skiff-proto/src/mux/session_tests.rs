@@ -53,10 +53,7 @@ async fn a_udp_session_round_trip() {
     else {
         panic!("no UDP session")
     };
-    assert_eq!(
-        destination,
-        Address::Ip("127.0.0.1:20201".parse().unwrap())
-    );
+    assert_eq!(destination, Address::Ip("127.0.0.1:20201".parse().unwrap()));
     let got = |x: Option<Bytes>| x.map(|b| b.to_vec());
     assert_eq!(
         got(datagram::recv(&mut recv).await.unwrap()),
@@ -91,10 +88,7 @@ async fn a_tcp_sub_connection_half_closes() {
     else {
         panic!("no TCP sub-connection")
     };
-    assert_eq!(
-        destination,
-        Address::Ip("127.0.0.1:20200".parse().unwrap())
-    );
+    assert_eq!(destination, Address::Ip("127.0.0.1:20200".parse().unwrap()));
     let mut hello = [0u8; 13];
     stream.read_exact(&mut hello).await.unwrap();
     assert_eq!(&hello, b"mux-tcp-hello");
@@ -126,7 +120,9 @@ async fn an_error_end_resets_and_unknown_sessions_are_told_so() {
     assert_eq!(err.kind(), io::ErrorKind::ConnectionReset);
     drop(stream);
     // Data for a session nobody opened: an End back, as Xray answers.
-    peer.write_all(&hex("0004 0009 02 01 0001 78")).await.unwrap();
+    peer.write_all(&hex("0004 0009 02 01 0001 78"))
+        .await
+        .unwrap();
     // The dropped sub-connection's error End first (it never shut down), then session 9's.
     expect(&mut peer, &hex("0004 0001 03 02 0004 0009 03 00")).await;
 }
@@ -151,7 +147,9 @@ async fn sessions_past_the_bound_are_refused_and_the_others_go_on() {
         };
         streams.push(stream);
     }
-    peer.write_all(&hex("0004 0002 02 01 0002 6f6b")).await.unwrap();
+    peer.write_all(&hex("0004 0002 02 01 0002 6f6b"))
+        .await
+        .unwrap();
     let mut ok = [0u8; 2];
     streams[1].read_exact(&mut ok).await.unwrap();
     assert_eq!(&ok, b"ok");
@@ -174,9 +172,11 @@ async fn a_destination_that_stops_reading_loses_only_its_sub_connection() {
     // 30 bytes for a 16-byte buffer nobody reads: the second frame waits, then the
     // sub-connection is given up (error End), and session 2 is served after it.
     let ten = "000a 00000000 00000000 0000";
-    peer.write_all(&hex(&format!("0004 0001 02 01 {ten} 0004 0001 02 01 {ten}")))
-        .await
-        .unwrap();
+    peer.write_all(&hex(&format!(
+        "0004 0001 02 01 {ten} 0004 0001 02 01 {ten}"
+    )))
+    .await
+    .unwrap();
     peer.write_all(&hex("000c 0002 01 01 01 4ee8 01 7f000001 0002 6869"))
         .await
         .unwrap();
