@@ -136,6 +136,8 @@ mod tests_kcptun;
 #[cfg(test)]
 mod tests_mkcp;
 #[cfg(test)]
+mod tests_mux;
+#[cfg(test)]
 mod tests_shadowsocks;
 #[cfg(test)]
 mod tests_sniffing;

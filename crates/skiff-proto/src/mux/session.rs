@@ -74,6 +74,8 @@ const SEND_CHUNK: usize = 16 * 1024;
 /// Frames waiting for the writer; every sub-connection shares this queue, so it bounds what
 /// a connection buffers towards its peer.
 const WRITE_QUEUE: usize = 64;
+/// Frames the reader and dropped sub-connections queue for the writer (see `Shared::control`).
+const CONTROL_QUEUE: usize = 1024;
 /// The writer gathers queued frames into one write up to this size.
 const WRITE_BATCH: usize = 64 * 1024;
 
@@ -130,8 +132,9 @@ struct Shared {
     /// Frames in the order sub-connections produce them.
     data: mpsc::Sender<Bytes>,
     /// Frames the reader sends itself (refusals, answers to unknown sessions) and error Ends
-    /// of dropped sub-connections: few and small, they never wait for room.
-    control: mpsc::UnboundedSender<Bytes>,
+    /// of dropped sub-connections. Bounded: a peer that sends frames and never reads the
+    /// answers stalls its own reader instead of growing this queue.
+    control: mpsc::Sender<Bytes>,
     limits: Limits,
 }
 
@@ -140,10 +143,10 @@ impl Shared {
         self.table.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn send_end(&self, session: u16, error: bool) {
+    async fn send_end(&self, session: u16, error: bool) {
         let mut end = Vec::with_capacity(6);
         encode_end(&mut end, session, error);
-        let _ = self.control.send(Bytes::from(end));
+        let _ = self.control.send(Bytes::from(end)).await;
     }
 
     /// Registers a sub-connection and builds its two halves.
@@ -262,7 +265,7 @@ fn start(
     limits: Limits,
 ) -> (Arc<Shared>, tokio::io::ReadHalf<BoxStream>, WriterTask) {
     let (data_tx, data_rx) = mpsc::channel(WRITE_QUEUE);
-    let (control_tx, control_rx) = mpsc::unbounded_channel();
+    let (control_tx, control_rx) = mpsc::channel(CONTROL_QUEUE);
     let shared = Arc::new(Shared {
         table: Mutex::new(Table::default()),
         data: data_tx,
@@ -276,7 +279,7 @@ fn start(
 
 async fn write_frames(
     mut out: tokio::io::WriteHalf<BoxStream>,
-    mut control: mpsc::UnboundedReceiver<Bytes>,
+    mut control: mpsc::Receiver<Bytes>,
     mut data: mpsc::Receiver<Bytes>,
 ) -> io::Result<()> {
     let mut batch = Vec::with_capacity(WRITE_BATCH);
@@ -362,21 +365,31 @@ async fn handle(
         STATUS_NEW => {
             let Role::Server { peer, on_new } = role else {
                 // Only clients open sub-connections.
-                shared.send_end(frame.session, true);
+                shared.send_end(frame.session, true).await;
                 return Ok(());
             };
             let (Some(network), Some(destination)) = (frame.network, frame.address.clone()) else {
                 return Err(invalid("New frame without a destination"));
             };
             if network != NETWORK_TCP && network != NETWORK_UDP {
-                shared.send_end(frame.session, true);
+                shared.send_end(frame.session, true).await;
                 return Ok(());
             }
-            let incoming = {
+            let opened = {
                 let mut table = shared.table();
                 let open = table.entries.len();
                 if open >= shared.limits.max_sessions {
-                    drop(table);
+                    Err(Some(open))
+                } else if table.entries.contains_key(&frame.session) {
+                    Err(None)
+                } else {
+                    let udp = (network == NETWORK_UDP).then(|| destination.clone());
+                    Ok(shared.register(&mut table, frame.session, udp))
+                }
+            };
+            let (recv, send) = match opened {
+                Ok(halves) => halves,
+                Err(Some(open)) => {
                     if !*warned {
                         *warned = true;
                         warn!(
@@ -384,28 +397,25 @@ async fn handle(
                             "Mux connection has {open} sub-connections open, the most one connection may have; refusing more on it"
                         );
                     }
-                    shared.send_end(frame.session, true);
+                    shared.send_end(frame.session, true).await;
                     return Ok(());
                 }
-                if table.entries.contains_key(&frame.session) {
-                    drop(table);
+                Err(None) => {
                     debug!(%peer, session = frame.session, "Mux New frame for a session already open; refused");
-                    shared.send_end(frame.session, true);
+                    shared.send_end(frame.session, true).await;
                     return Ok(());
                 }
-                let udp = (network == NETWORK_UDP).then(|| destination.clone());
-                let (recv, send) = shared.register(&mut table, frame.session, udp);
-                if network == NETWORK_UDP {
-                    Incoming::Datagrams {
-                        destination,
-                        recv: SubDatagramRecv(recv),
-                        send: SubDatagramSend(send),
-                    }
-                } else {
-                    Incoming::Stream {
-                        destination,
-                        stream: SubStream { recv, send },
-                    }
+            };
+            let incoming = if network == NETWORK_UDP {
+                Incoming::Datagrams {
+                    destination,
+                    recv: SubDatagramRecv(recv),
+                    send: SubDatagramSend(send),
+                }
+            } else {
+                Incoming::Stream {
+                    destination,
+                    stream: SubStream { recv, send },
                 }
             };
             on_new(incoming);
@@ -422,7 +432,7 @@ async fn handle(
                 deliver(shared, frame.session, frame.address.as_ref(), data).await;
             } else {
                 // As Xray: tell the peer this session is gone.
-                shared.send_end(frame.session, false);
+                shared.send_end(frame.session, false).await;
             }
         }
         STATUS_END => {
@@ -480,17 +490,17 @@ async fn deliver(shared: &Arc<Shared>, session: u16, address: Option<&Address>, 
                     "Mux sub-connection's destination took no data for {:?}; ending it",
                     shared.limits.stall
                 );
-                let mut table = shared.table();
-                if table
-                    .entries
-                    .get(&session)
-                    .is_some_and(|e| e.generation == generation)
-                {
-                    if let Some(entry) = table.entries.remove(&session) {
-                        let _ = entry.up.send(Up::Reset);
-                    }
-                    drop(table);
-                    shared.send_end(session, true);
+                let removed = {
+                    let mut table = shared.table();
+                    let ours = table
+                        .entries
+                        .get(&session)
+                        .is_some_and(|e| e.generation == generation);
+                    ours.then(|| table.entries.remove(&session)).flatten()
+                };
+                if let Some(entry) = removed {
+                    let _ = entry.up.send(Up::Reset);
+                    shared.send_end(session, true).await;
                 }
                 return;
             }
@@ -616,8 +626,15 @@ impl Drop for SubSend {
             let mut end = Vec::with_capacity(6);
             encode_end(&mut end, self.id, true);
             let end = Bytes::from(end);
-            if let Err(mpsc::error::TrySendError::Full(end)) = self.shared.data.try_send(end) {
-                let _ = self.shared.control.send(end);
+            if let Err(mpsc::error::TrySendError::Full(end)) = self.shared.data.try_send(end)
+                && let Err(mpsc::error::TrySendError::Full(end)) = self.shared.control.try_send(end)
+                && let Ok(runtime) = tokio::runtime::Handle::try_current()
+            {
+                // Both queues full: the End waits for room on its own.
+                let data = self.shared.data.clone();
+                runtime.spawn(async move {
+                    let _ = data.send(end).await;
+                });
             }
         }
     }
@@ -731,8 +748,10 @@ impl DatagramSend for SubDatagramSend {
         match self.0.shared.data.try_send(Bytes::from(out)) {
             Ok(()) => Ok(()),
             Err(mpsc::error::TrySendError::Full(frame)) => {
-                // Rare: keep order by queueing through the control queue.
-                self.0.shared.control.send(frame).map_err(|_| closed())
+                // Rare: another sub-connection took the room. Datagrams need no order: the
+                // control queue takes it, or it is dropped as a full socket buffer would.
+                let _ = self.0.shared.control.try_send(frame);
+                Ok(())
             }
             Err(mpsc::error::TrySendError::Closed(_)) => Err(closed()),
         }
