@@ -239,3 +239,35 @@ async fn client_and_server_ends_carry_streams_both_ways() {
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(client.open_now(), 0);
 }
+
+#[tokio::test]
+async fn keep_alives_are_skipped_and_an_idle_connection_closes() {
+    let limits = Limits {
+        idle: Duration::from_millis(200),
+        ..Limits::default()
+    };
+    let (mut peer, mut opened) = server(limits);
+    // A KeepAlive, with and without data, then a sub-connection: it is served.
+    peer.write_all(&hex(
+        "0004 0000 04 00 0004 0000 04 01 0003 616263 000c 0005 01 01 01 4ee8 01 7f000001 0001 7a",
+    ))
+    .await
+    .unwrap();
+    let Some(Incoming::Stream { mut stream, .. }) = opened.recv().await else {
+        panic!("no TCP sub-connection")
+    };
+    let mut z = [0u8; 1];
+    stream.read_exact(&mut z).await.unwrap();
+    assert_eq!(&z, b"z");
+    stream.shutdown().await.unwrap();
+    peer.write_all(&hex("0004 0005 03 00")).await.unwrap();
+    drop(stream);
+    expect(&mut peer, &hex("0004 0005 03 00")).await;
+    // Without sub-connections the server closes after `idle`.
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), peer.read_to_end(&mut rest))
+        .await
+        .expect("closed after idle")
+        .unwrap();
+    assert!(rest.is_empty());
+}
