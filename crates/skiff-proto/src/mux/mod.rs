@@ -10,5 +10,5 @@ pub use client::{MuxOutbound, MuxSettings, Udp443};
 pub use frame::{Frame, MuxError, fuzz_parse_all, parse_frame};
 pub use session::{
     Incoming, Limits, MUX_COOL_DOMAIN, MUX_COOL_PORT, MuxClient, SubDatagramRecv, SubDatagramSend,
-    SubStream, fuzz_serve, is_mux_cool, serve,
+    SubStream, is_mux_cool, serve,
 };
