@@ -194,18 +194,12 @@ async fn serve_protocol(
             level,
         } => {
             identify(user, level);
-            match &inbound.sniffing {
-                Some(plan) if !plan.metadata_only => {
-                    sniff_then_relay(&shared, &inbound, plan, meta, destination, stream, reply)
-                        .await
-                }
-                // No sniffing (or metadata only, which skiff has no sniffer for): no read
-                // here, so Vision and splice keep their path untouched.
-                _ => {
-                    meta.destination = Some(destination);
-                    connect_and_relay(&shared, &inbound, meta, stream, reply).await;
-                }
+            if skiff_proto::mux::is_mux_cool(&destination) {
+                // Mux.Cool: every sub-connection takes the path below on its own.
+                crate::mux::serve(shared.clone(), inbound.clone(), meta, stream).await;
+                return;
             }
+            route_stream(&shared, &inbound, meta, destination, stream, reply).await;
         }
         Accepted::Datagrams {
             destination,
@@ -238,6 +232,29 @@ async fn serve_protocol(
             fall_back(&shared, &inbound, &meta, stream, &session).await
         }
         Accepted::Done => {}
+    }
+}
+
+/// Sniffs (when the inbound says so), routes, connects and relays one client stream to
+/// `destination`: a connection's, or a Mux.Cool sub-connection's (`mux.rs`).
+pub(crate) async fn route_stream(
+    shared: &Shared,
+    inbound: &InboundHandler,
+    mut meta: Metadata,
+    destination: Address,
+    stream: BoxStream,
+    reply: Reply,
+) {
+    match &inbound.sniffing {
+        Some(plan) if !plan.metadata_only => {
+            sniff_then_relay(shared, inbound, plan, meta, destination, stream, reply).await
+        }
+        // No sniffing (or metadata only, which skiff has no sniffer for): no read
+        // here, so Vision and splice keep their path untouched.
+        _ => {
+            meta.destination = Some(destination);
+            connect_and_relay(shared, inbound, meta, stream, reply).await;
+        }
     }
 }
 

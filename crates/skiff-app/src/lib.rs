@@ -8,6 +8,7 @@ mod fallback;
 mod inbound;
 mod kcp_params;
 mod memory;
+mod mux;
 mod outbound_kcptun;
 mod outbounds;
 mod reality_target;

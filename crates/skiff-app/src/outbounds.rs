@@ -5,9 +5,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use skiff_config::{
-    FreedomDomainStrategy, OutboundPlan, OutboundProtocol, SystemPolicy, VlessFlow, VmessSecurity,
+    FreedomDomainStrategy, OutboundPlan, OutboundProtocol, SystemPolicy, Udp443Plan, VlessFlow,
+    VmessSecurity,
 };
 use skiff_core::{Address, Counter, Dialer, Outbound, Stats};
+use skiff_proto::mux;
 use skiff_proto::shadowsocks::ShadowsocksOutbound;
 use skiff_proto::shadowsocks::client::ClientConfig;
 use skiff_proto::trojan::TrojanOutbound;
@@ -51,6 +53,7 @@ pub fn build(
             };
             let handler =
                 make(plan, via, resolver).map_err(|e| format!("outbound `{}`: {e}", plan.tag))?;
+            let handler = with_mux(plan, handler);
             built.insert(plan.tag.clone(), handler);
         }
     }
@@ -59,8 +62,11 @@ pub fn build(
         .map(|plan| {
             let handler = match built.get(&plan.tag) {
                 Some(h) => h.clone(),
-                None => make(plan, None, resolver)
-                    .map_err(|e| format!("outbound `{}`: {e}", plan.tag))?,
+                None => with_mux(
+                    plan,
+                    make(plan, None, resolver)
+                        .map_err(|e| format!("outbound `{}`: {e}", plan.tag))?,
+                ),
             };
             Ok(OutboundHandler {
                 tag: Arc::from(plan.tag.as_str()),
@@ -77,6 +83,27 @@ pub fn build(
             })
         })
         .collect()
+}
+
+/// The outbound behind its `mux` pools when the plan enables mux. XTLS Vision keeps TCP off
+/// mux, as Xray's Vision server breaks Mux connections that carry TCP; its UDP still goes
+/// over mux.
+fn with_mux(plan: &OutboundPlan, handler: Arc<dyn Outbound>) -> Arc<dyn Outbound> {
+    let Some(m) = plan.mux else {
+        return handler;
+    };
+    let udp443 = match m.xudp_proxy_udp443 {
+        Udp443Plan::Reject => mux::Udp443::Reject,
+        Udp443Plan::Allow => mux::Udp443::Allow,
+        Udp443Plan::Skip => mux::Udp443::Skip,
+    };
+    let mut settings = mux::MuxSettings::from_config(m.concurrency, m.xudp_concurrency, udp443);
+    if let OutboundProtocol::Vless(v) = &plan.protocol
+        && v.flow != VlessFlow::None
+    {
+        settings.tcp = None;
+    }
+    Arc::new(mux::MuxOutbound::new(handler, settings))
 }
 
 /// How an outbound reaches `server`: its stream settings' layers, directly or through the

@@ -181,6 +181,25 @@ pub struct OutboundPlan {
     /// `proxySettings.tag`: dial through that outbound instead of directly (chaining). Checked
     /// to exist and not to form a cycle.
     pub via: Option<String>,
+    /// `mux` when enabled: connections become Mux.Cool sub-connections.
+    pub mux: Option<MuxPlan>,
+}
+
+/// An outbound's enabled `mux`, Xray's numbers as written (0: Xray's default, negative: that
+/// traffic goes without mux).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MuxPlan {
+    pub concurrency: i32,
+    pub xudp_concurrency: i32,
+    pub xudp_proxy_udp443: Udp443Plan,
+}
+
+/// `xudpProxyUDP443`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Udp443Plan {
+    Reject,
+    Allow,
+    Skip,
 }
 
 #[derive(Clone, Debug)]

@@ -9,6 +9,7 @@ mod fallback_loops;
 mod geo_load;
 mod inbound;
 mod log;
+mod mux;
 mod outbound;
 mod policy;
 mod protocols;
@@ -99,6 +100,7 @@ fn default_outbound() -> OutboundPlan {
         }),
         stream: StreamPlan::default(),
         via: None,
+        mux: None,
     }
 }
 
@@ -145,6 +147,8 @@ mod tests_kcptun;
 mod tests_mkcp;
 #[cfg(test)]
 mod tests_reality;
+#[cfg(test)]
+mod tests_mux;
 #[cfg(test)]
 mod tests_shadowsocks;
 #[cfg(test)]

@@ -54,13 +54,6 @@ fn build_outbound(
                 }
             },
         };
-    if raw.mux.as_ref().and_then(|m| m.enabled) == Some(true) {
-        diags.push(
-            loc.key("mux")
-                .key("enabled")
-                .error("mux is not supported by this version of skiff yet"),
-        );
-    }
     if raw
         .send_through
         .as_deref()
@@ -110,6 +103,7 @@ fn build_outbound(
             ));
         }
     }
+    let mux = super::mux::build_mux(raw.mux.as_ref(), protocol.as_ref(), loc, diags);
     if error_count(diags) > before {
         return None;
     }
@@ -118,6 +112,7 @@ fn build_outbound(
         protocol: protocol?,
         stream,
         via,
+        mux,
     })
 }
 

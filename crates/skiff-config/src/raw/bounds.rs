@@ -75,21 +75,9 @@ pub struct RawProxySettings {
 #[serde(rename_all = "camelCase")]
 pub struct RawMux {
     pub enabled: Option<bool>,
-    #[allow(
-        dead_code,
-        reason = "an accepted Xray key: declared so it is not reported as unknown"
-    )]
     pub concurrency: Option<Int>,
-    #[allow(
-        dead_code,
-        reason = "an accepted Xray key: declared so it is not reported as unknown"
-    )]
     pub xudp_concurrency: Option<Int>,
     #[serde(rename = "xudpProxyUDP443")]
-    #[allow(
-        dead_code,
-        reason = "an accepted Xray key: declared so it is not reported as unknown"
-    )]
     pub xudp_proxy_udp443: Option<String>,
 }
 

@@ -81,7 +81,9 @@ pub fn parse_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, MuxError> {
     let mut network = None;
     let mut address = None;
     let mut global_id = None;
-    let carries_target = status == STATUS_NEW || (status == STATUS_KEEP && meta_len > 4);
+    // As Xray: a Keep frame names an address only when its network byte says UDP.
+    let carries_target =
+        status == STATUS_NEW || (status == STATUS_KEEP && meta.get(4) == Some(&NETWORK_UDP));
     if carries_target {
         let rest = &meta[4..];
         let net = *rest.first().ok_or(MuxError::MetadataTooShort)?;
@@ -146,6 +148,46 @@ pub fn encode_udp_keep(out: &mut Vec<u8>, session: u16, source: &Address, data: 
     out.extend_from_slice(data);
 }
 
+/// A New frame opening `session` to `target` over `network`, with no data: the data follows
+/// in Keep frames. `global_id` is XUDP's (UDP sessions only).
+pub fn encode_new(
+    out: &mut Vec<u8>,
+    session: u16,
+    network: u8,
+    target: &Address,
+    global_id: Option<[u8; 8]>,
+) {
+    let meta_at = out.len();
+    out.extend_from_slice(&[0, 0]);
+    out.extend_from_slice(&session.to_be_bytes());
+    out.extend_from_slice(&[STATUS_NEW, 0, network]);
+    port_first::put(target, out);
+    if let Some(id) = global_id {
+        out.extend_from_slice(&id);
+    }
+    let meta_len = (out.len() - meta_at - 2) as u16;
+    out[meta_at..meta_at + 2].copy_from_slice(&meta_len.to_be_bytes());
+}
+
+/// The most data one frame carries (its length is a u16).
+pub const MAX_DATA: usize = u16::MAX as usize;
+
+/// A Keep frame carrying `data` (at most [`MAX_DATA`] bytes, the caller splits) for a TCP
+/// session.
+pub fn encode_keep(out: &mut Vec<u8>, session: u16, data: &[u8]) {
+    debug_assert!(data.len() <= MAX_DATA);
+    out.extend_from_slice(&[0, 4]);
+    out.extend_from_slice(&session.to_be_bytes());
+    out.extend_from_slice(&[STATUS_KEEP, OPTION_DATA]);
+    out.extend_from_slice(&(data.len() as u16).to_be_bytes());
+    out.extend_from_slice(data);
+}
+
+/// A KeepAlive frame (session 0, no data), which keeps an idle connection from timing out.
+pub fn encode_keep_alive(out: &mut Vec<u8>) {
+    out.extend_from_slice(&[0, 4, 0, 0, STATUS_KEEP_ALIVE, 0]);
+}
+
 /// An End frame, with the error option when the session failed or was refused.
 pub fn encode_end(out: &mut Vec<u8>, session: u16, error: bool) {
     out.extend_from_slice(&[0, 4]);
@@ -171,6 +213,19 @@ pub fn fuzz_parse_all(data: &[u8]) {
             assert_eq!(again_len, out.len());
             assert_eq!(again.address.as_ref(), Some(address));
             assert_eq!(&out[again.data.clone()], payload);
+        }
+        if let (Some(network), Some(address)) = (frame.network, &frame.address)
+            && frame.status == STATUS_NEW
+        {
+            let mut out = Vec::new();
+            encode_new(&mut out, frame.session, network, address, frame.global_id);
+            let (again, again_len) = parse_frame(&out)
+                .ok()
+                .flatten()
+                .expect("a New frame parses");
+            assert_eq!(again_len, out.len());
+            assert_eq!(again.address.as_ref(), Some(address));
+            assert_eq!(again.session, frame.session);
         }
         at += len;
     }
@@ -246,6 +301,62 @@ mod tests {
         #[test]
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
             fuzz_parse_all(&bytes);
+        }
+
+        #[test]
+        fn new_frames_round_trip(session in any::<u16>(), udp in any::<bool>(), port in any::<u16>(),
+                                 name in "[a-z0-9]{1,20}(\\.[a-z0-9]{1,20}){0,3}",
+                                 global_id in proptest::option::of(any::<[u8; 8]>())) {
+            let network = if udp { NETWORK_UDP } else { NETWORK_TCP };
+            let global_id = if udp { global_id } else { None };
+            let target = Address::Domain(name, port);
+            let mut out = Vec::new();
+            encode_new(&mut out, session, network, &target, global_id);
+            let (frame, len) = parse_frame(&out).unwrap().unwrap();
+            prop_assert_eq!(len, out.len());
+            prop_assert_eq!((frame.session, frame.status), (session, STATUS_NEW));
+            prop_assert_eq!(frame.network, Some(network));
+            prop_assert_eq!(frame.address, Some(target));
+            prop_assert_eq!(frame.global_id, global_id);
+            prop_assert!(frame.data.is_empty());
+        }
+
+        /// A run of frames parses the same whole or fed in any two pieces (the reader sees
+        /// them as they come off the socket).
+        #[test]
+        fn frames_parse_the_same_however_they_arrive(
+            payloads in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 1..8),
+            cut in any::<proptest::sample::Index>()) {
+            let mut wire = Vec::new();
+            for (i, p) in payloads.iter().enumerate() {
+                encode_keep(&mut wire, i as u16, p);
+            }
+            encode_keep_alive(&mut wire);
+            encode_end(&mut wire, 1, false);
+            let cut = cut.index(wire.len() + 1);
+            let mut seen = Vec::new();
+            let mut buf = wire[..cut].to_vec();
+            let mut fed = cut;
+            loop {
+                match parse_frame(&buf).unwrap() {
+                    Some((frame, len)) => {
+                        seen.push((frame.session, frame.status, buf[frame.data].to_vec()));
+                        buf.drain(..len);
+                    }
+                    None if fed < wire.len() => {
+                        buf.extend_from_slice(&wire[fed..]);
+                        fed = wire.len();
+                    }
+                    None => break,
+                }
+            }
+            prop_assert!(buf.is_empty());
+            prop_assert_eq!(seen.len(), payloads.len() + 2);
+            for (i, p) in payloads.iter().enumerate() {
+                prop_assert_eq!(&seen[i], &(i as u16, STATUS_KEEP, p.clone()));
+            }
+            prop_assert_eq!(seen[payloads.len()].1, STATUS_KEEP_ALIVE);
+            prop_assert_eq!(seen[payloads.len() + 1].1, STATUS_END);
         }
 
         #[test]

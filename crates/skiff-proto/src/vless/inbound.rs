@@ -1,9 +1,10 @@
 //! VLESS as an [`Inbound`]: the fallback-aware first read, the handshake, and UDP (command
-//! 0x02, or Xray clients' XUDP over Mux.Cool) turned into datagram halves.
+//! 0x02) turned into datagram halves; Mux.Cool (command 0x03) handed on as a stream to
+//! `v1.mux.cool`.
 
 use std::io;
 
-use skiff_core::{Accepted, BoxFuture, BoxStream, Inbound, InboundContext, Reply};
+use skiff_core::{Accepted, Address, BoxFuture, BoxStream, Inbound, InboundContext, Reply};
 
 use super::packet::VlessPacketStream;
 use super::server::{VlessAccept, VlessServer, accept};
@@ -37,17 +38,15 @@ impl Inbound for VlessServer {
                     level: None,
                 },
                 VlessAccept::Fallback { stream } => Accepted::Fallback { stream },
-                VlessAccept::Mux { stream, user } => {
-                    // Xray clients' UDP (XUDP): the first frame opens the session.
-                    let udp = mux::accept_udp(stream).await?;
-                    Accepted::Datagrams {
-                        destination: udp.destination,
-                        recv: Box::new(udp.reader),
-                        send: Box::new(udp.writer),
-                        user,
-                        level: None,
-                    }
-                }
+                // Mux.Cool (sub-connections, or Xray's XUDP under Vision): the dispatcher
+                // serves it by its destination.
+                VlessAccept::Mux { stream, user } => Accepted::Stream {
+                    destination: Address::Domain(mux::MUX_COOL_DOMAIN.into(), 0),
+                    stream,
+                    reply: Reply::None,
+                    user,
+                    level: None,
+                },
                 VlessAccept::Udp {
                     destination,
                     stream,

@@ -55,12 +55,13 @@ impl Outbound for VlessOutbound {
             if self.flow.is_vision() {
                 return client::connect_vision(stream, &self.user, destination);
             }
-            Ok(client::connect(
-                stream,
-                &self.user,
-                destination,
-                Command::Tcp,
-            ))
+            // An outbound's mux pool asks for `v1.mux.cool`: VLESS says it with its command.
+            let command = if crate::mux::is_mux_cool(destination) {
+                Command::Mux
+            } else {
+                Command::Tcp
+            };
+            Ok(client::connect(stream, &self.user, destination, command))
         })
     }
 

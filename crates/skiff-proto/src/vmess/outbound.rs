@@ -30,7 +30,13 @@ impl Outbound for VmessOutbound {
     ) -> BoxFuture<'a, io::Result<BoxStream>> {
         Box::pin(async move {
             let stream = self.dialer.dial(&self.server, meta).await?;
-            let stream = self.client.connect(stream, destination, Command::Tcp)?;
+            // An outbound's mux pool asks for `v1.mux.cool`: VMess says it with its command.
+            let command = if crate::mux::is_mux_cool(destination) {
+                Command::Mux
+            } else {
+                Command::Tcp
+            };
+            let stream = self.client.connect(stream, destination, command)?;
             Ok(Box::new(stream) as BoxStream)
         })
     }

@@ -185,12 +185,8 @@ pub async fn accept<S: ProxyStream>(
         ));
     }
     let destination = match (ins.command, ins.destination.clone()) {
-        (Command::Mux, _) => {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "VMess Mux (command 0x03) is not supported",
-            ));
-        }
+        // Mux.Cool: the stream goes on to `v1.mux.cool`, which the dispatcher serves.
+        (Command::Mux, _) => Address::Domain(crate::mux::MUX_COOL_DOMAIN.into(), 0),
         (_, Some(destination)) => destination,
         (_, None) => return Err(invalid(VmessError::BadDestination)),
     };
