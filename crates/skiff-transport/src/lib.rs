@@ -25,6 +25,7 @@
 
 pub mod base64;
 pub mod fuzz;
+pub mod grpc;
 pub mod http_header;
 pub mod httpupgrade;
 pub mod kcp;

@@ -1,0 +1,133 @@
+//! Skiff's gRPC client against its own server over loopback TCP: calls opened on one kept
+//! connection, data both ways with the half-closes, and a call to another path refused with
+//! gRPC-go's status.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use skiff_core::tcp_tuning::TcpTuning;
+use skiff_core::{Address, BoxStream, Dialer, LayerSession, Metadata, MultiplexServer, TunnelSink};
+use skiff_transport::grpc::{GrpcClientOptions, GrpcDialer, GrpcServer, Windows};
+use skiff_transport::tcp::TcpDialer;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+/// A server whose every tunnel echoes what it reads, then ends its side at the client's end.
+async fn echo_server(service: &str) -> (Address, Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = Address::Ip(listener.local_addr().unwrap());
+    let server = Arc::new(GrpcServer::new(service, Windows::new(0), None));
+    let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = connections.clone();
+    tokio::spawn(async move {
+        loop {
+            let (tcp, _) = listener.accept().await.unwrap();
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let server = server.clone();
+            let sink: TunnelSink = Arc::new(|mut tunnel: BoxStream, _| {
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 70_000];
+                    loop {
+                        match tunnel.read(&mut buf).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => {
+                                if tunnel.write_all(&buf[..n]).await.is_err() {
+                                    return;
+                                }
+                            }
+                        }
+                    }
+                    let _ = tunnel.shutdown().await;
+                });
+            });
+            tokio::spawn(async move {
+                let _ = server
+                    .serve(Box::new(tcp), LayerSession::default(), sink)
+                    .await;
+            });
+        }
+    });
+    (address, connections)
+}
+
+fn dialer(path: &str, multi_mode: bool) -> GrpcDialer {
+    GrpcDialer::new(
+        Arc::new(TcpDialer {
+            tuning: TcpTuning::default(),
+        }),
+        GrpcClientOptions {
+            path: path.into(),
+            multi_mode,
+            authority: None,
+            user_agent: Some("skiff-test".into()),
+            windows: Windows::new(0),
+            keepalive: None,
+            permit_without_stream: false,
+        },
+    )
+}
+
+fn meta() -> Metadata {
+    let any = "127.0.0.1:1".parse().unwrap();
+    Metadata::new("t".into(), any, any)
+}
+
+/// Writes `data`, half-closes, reads everything back.
+async fn round_trip(mut tunnel: BoxStream, data: Vec<u8>) -> Vec<u8> {
+    let (mut read, mut write) = tokio::io::split(&mut tunnel);
+    let writer = async move {
+        write.write_all(&data).await.unwrap();
+        write.shutdown().await.unwrap();
+    };
+    let reader = async move {
+        let mut back = Vec::new();
+        read.read_to_end(&mut back).await.unwrap();
+        back
+    };
+    tokio::time::timeout(LIMIT, async { tokio::join!(writer, reader).1 })
+        .await
+        .expect("round trip within the limit")
+}
+
+#[tokio::test]
+async fn calls_share_one_connection_and_echo() {
+    let (server, connections) = echo_server("svc").await;
+    for (path, multi) in [("/svc/Tun", false), ("/svc/TunMulti", true)] {
+        let dialer = dialer(path, multi);
+        let mut calls = Vec::new();
+        for i in 0..4u8 {
+            let tunnel = dialer.dial(&server, &meta()).await.unwrap();
+            let data: Vec<u8> = (0..300_000u32).map(|n| (n as u8) ^ i).collect();
+            calls.push(tokio::spawn(async move {
+                let back = round_trip(tunnel, data.clone()).await;
+                assert!(back == data, "echo differs");
+            }));
+        }
+        for call in calls {
+            call.await.unwrap();
+        }
+    }
+    // One connection per dialer, whatever the number of calls.
+    assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn another_path_is_refused_with_grpc_status() {
+    let (server, _) = echo_server("svc").await;
+    let tunnel = dialer("/other/Tun", false)
+        .dial(&server, &meta())
+        .await
+        .unwrap();
+    let mut tunnel = tunnel;
+    let mut buf = [0u8; 16];
+    let err = tokio::time::timeout(LIMIT, tunnel.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("status 12: unknown service other"),
+        "{err}"
+    );
+}
