@@ -14,8 +14,13 @@ use tokio::net::TcpListener;
 
 const LIMIT: Duration = Duration::from_secs(20);
 
-/// A server whose every tunnel echoes what it reads, then ends its side at the client's end.
+/// A server whose every tunnel echoes what it reads, then ends its side at the client's end;
+/// with `after_end`, it answers only once the client's side ended, all it read at once.
 async fn echo_server(service: &str) -> (Address, Arc<std::sync::atomic::AtomicUsize>) {
+    server(service, false).await
+}
+
+async fn server(service: &str, after_end: bool) -> (Address, Arc<std::sync::atomic::AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = Address::Ip(listener.local_addr().unwrap());
     let server = Arc::new(GrpcServer::new(service, Windows::new(0), None));
@@ -26,8 +31,16 @@ async fn echo_server(service: &str) -> (Address, Arc<std::sync::atomic::AtomicUs
             let (tcp, _) = listener.accept().await.unwrap();
             counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let server = server.clone();
-            let sink: TunnelSink = Arc::new(|mut tunnel: BoxStream, _| {
+            let sink: TunnelSink = Arc::new(move |mut tunnel: BoxStream, _| {
                 tokio::spawn(async move {
+                    if after_end {
+                        let mut all = Vec::new();
+                        if tunnel.read_to_end(&mut all).await.is_ok() {
+                            let _ = tunnel.write_all(&all).await;
+                        }
+                        let _ = tunnel.shutdown().await;
+                        return;
+                    }
                     let mut buf = vec![0u8; 70_000];
                     loop {
                         match tunnel.read(&mut buf).await {
@@ -111,6 +124,17 @@ async fn calls_share_one_connection_and_echo() {
     }
     // One connection per dialer, whatever the number of calls.
     assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn the_answer_may_start_after_the_client_ended() {
+    let (server, _) = server("svc", true).await;
+    let tunnel = dialer("/svc/Tun", false)
+        .dial(&server, &meta())
+        .await
+        .unwrap();
+    let data: Vec<u8> = (0..1_000_000u32).map(|n| (n % 251) as u8).collect();
+    assert!(round_trip(tunnel, data.clone()).await == data);
 }
 
 #[tokio::test]

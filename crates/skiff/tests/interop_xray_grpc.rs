@@ -306,8 +306,11 @@ fn chain(case: &Case, nginx: Option<&Path>) -> Option<Chain> {
     let [Some(client_bin), Some(server_bin)] = bins else {
         return None;
     };
+    // Tests run in parallel, and two may run the same case: a number of its own for each.
+    static CHAINS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let dir = TempDir::new(&format!(
-        "grpc-{:?}-{:?}-{:?}-{}-{}-{}",
+        "grpc-{}-{:?}-{:?}-{:?}-{}-{}-{}",
+        CHAINS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         case.client,
         case.server,
         case.proto,
@@ -447,7 +450,9 @@ fn bulk_via(case: Case, nginx: Option<&Path>) {
 
 /// The uplink ends first (A shuts its write side after 4 MiB); D answers only once it saw
 /// that end, 4 MiB, then closes: the client's END_STREAM must reach D while the call still
-/// carries the answer back.
+/// carries the answer back. Skiff's ends only: Xray ends the whole tunnel once either
+/// direction ends (Xray client to Xray server fails this too, and `ends_cross`), so with
+/// Xray `end_arrives` checks what it keeps: the end arrives behind all the data.
 fn half_close(case: Case) {
     const LEN: u64 = 4 << 20;
     let Some(mut chain) = chain(&case, None) else {
@@ -524,16 +529,6 @@ fn xray_client_skiff_server_custom_path_multi() {
 #[test]
 fn skiff_client_xray_server_custom_path() {
     bulk(Case::new(Skiff, Xray).tls().service("/my/app/tun|multi"));
-}
-
-#[test]
-fn half_close_xray_client_skiff_server() {
-    half_close(Case::new(Xray, Skiff).tls());
-}
-
-#[test]
-fn half_close_skiff_client_xray_server() {
-    half_close(Case::new(Skiff, Xray));
 }
 
 #[test]
@@ -625,4 +620,97 @@ fn other_requests_meet_what_xray_gives_them() {
         );
     }
     assert_healthy(&mut skiff, &log);
+}
+
+#[test]
+fn half_close_skiff_client_skiff_server() {
+    half_close(Case::new(Skiff, Skiff).multi());
+}
+
+/// Each side ends its direction as soon as it has sent its 4 MiB, whatever it has received:
+/// the ends cross in flight, and each must still arrive after all the data before it.
+fn ends_cross(case: Case) {
+    const LEN: u64 = 4 << 20;
+    let Some(mut chain) = chain(&case, None) else {
+        return;
+    };
+    let send_then_end = |s: &TcpStream, seed: u64| {
+        let mut writer = s.try_clone().unwrap();
+        std::thread::spawn(move || {
+            payload_chunks(seed, LEN, |c| writer.write_all(c).unwrap());
+            writer.shutdown(Shutdown::Write).unwrap();
+        })
+    };
+    let sink = chain.sink.try_clone().unwrap();
+    let d_side = std::thread::spawn(move || {
+        let (mut s, _) = sink.accept().unwrap();
+        let sender = send_then_end(&s, 6);
+        let got = read_all(&mut s);
+        sender.join().unwrap();
+        got
+    });
+    let mut a = TcpStream::connect(("127.0.0.1", chain.entry)).unwrap();
+    let sender = send_then_end(&a, 5);
+    let (down_len, down_digest) = read_all(&mut a);
+    sender.join().unwrap();
+    let (up_len, up_digest) = d_side.join().unwrap();
+    assert_eq!((up_len, down_len), (LEN, LEN), "{case:?}: lengths");
+    assert_eq!(up_digest, digest(5, LEN), "{case:?}: uplink SHA-256");
+    assert_eq!(down_digest, digest(6, LEN), "{case:?}: downlink SHA-256");
+    chain.healthy();
+}
+
+/// One side sends 4 MiB and ends its direction, the other sends nothing: the end must
+/// arrive as an EOF behind all the data.
+fn end_arrives(case: Case, client_sends: bool) {
+    const LEN: u64 = 4 << 20;
+    let Some(mut chain) = chain(&case, None) else {
+        return;
+    };
+    let send_and_end = |s: &mut TcpStream| {
+        payload_chunks(7, LEN, |c| s.write_all(c).unwrap());
+        s.shutdown(Shutdown::Write).unwrap();
+    };
+    let sink = chain.sink.try_clone().unwrap();
+    let d_side = std::thread::spawn(move || {
+        let (mut s, _) = sink.accept().unwrap();
+        if client_sends {
+            Some(read_all(&mut s))
+        } else {
+            send_and_end(&mut s);
+            None
+        }
+    });
+    let mut a = TcpStream::connect(("127.0.0.1", chain.entry)).unwrap();
+    let got = if client_sends {
+        send_and_end(&mut a);
+        d_side.join().unwrap().unwrap()
+    } else {
+        let got = read_all(&mut a);
+        d_side.join().unwrap();
+        got
+    };
+    assert_eq!(
+        got,
+        (LEN, digest(7, LEN)),
+        "{case:?}, client sends {client_sends}"
+    );
+    chain.healthy();
+}
+
+#[test]
+fn ends_cross_skiff_client_skiff_server() {
+    ends_cross(Case::new(Skiff, Skiff).tls());
+}
+
+#[test]
+fn end_arrives_xray_client_skiff_server() {
+    end_arrives(Case::new(Xray, Skiff).tls(), true);
+    end_arrives(Case::new(Xray, Skiff).multi(), false);
+}
+
+#[test]
+fn end_arrives_skiff_client_xray_server() {
+    end_arrives(Case::new(Skiff, Xray).multi(), true);
+    end_arrives(Case::new(Skiff, Xray).tls(), false);
 }

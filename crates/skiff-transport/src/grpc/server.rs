@@ -109,7 +109,7 @@ fn refusal(
         return Some((
             StatusCode::METHOD_NOT_ALLOWED,
             "13",
-            format!("invalid gRPC request method \"{method}\""),
+            format!("received a headers frame with :method \"{method}\" which should be POST"),
         ));
     }
     if ours {
