@@ -155,3 +155,61 @@ async fn another_path_is_refused_with_grpc_status() {
         "{err}"
     );
 }
+
+/// A peer that starts large messages on many calls and never finishes them: once the
+/// connection's calls hold more than the limit, the calls that grow it fail, so the
+/// connection never holds much more than `CONNECTION_HELD_LIMIT`.
+#[tokio::test]
+async fn unfinished_messages_are_bounded_per_connection() {
+    use skiff_transport::grpc::stream::{CONNECTION_HELD_LIMIT, MAX_MESSAGE};
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let failed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = failed.clone();
+    tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let server = GrpcServer::new("svc", Windows::new(0), None);
+        let sink: TunnelSink = Arc::new(move |mut tunnel: BoxStream, _| {
+            let counted = counted.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 1024];
+                if tunnel.read(&mut buf).await.is_err() {
+                    counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            });
+        });
+        let _ = server
+            .serve(Box::new(tcp), LayerSession::default(), sink)
+            .await;
+    });
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let (sender, connection) = h2::client::Builder::new()
+        .initial_connection_window_size(1 << 30)
+        .handshake::<_, bytes::Bytes>(tcp)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let calls = CONNECTION_HELD_LIMIT / (MAX_MESSAGE - 1024) + 2;
+    let mut streams = Vec::new();
+    for _ in 0..calls {
+        let mut sender = sender.clone().ready().await.unwrap();
+        let request = http::Request::post("http://x/svc/Tun")
+            .header("content-type", "application/grpc")
+            .body(())
+            .unwrap();
+        let (_response, mut send) = sender.send_request(request, false).unwrap();
+        // A message announced at the limit, all but its last KiB sent.
+        let mut body = vec![0u8; MAX_MESSAGE - 1024];
+        body[1..5].copy_from_slice(&(MAX_MESSAGE as u32).to_be_bytes());
+        send.reserve_capacity(body.len());
+        send.send_data(body.into(), false).unwrap();
+        streams.push((send, _response));
+    }
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    while failed.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "no call failed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use h2::client::SendRequest;
@@ -38,6 +38,8 @@ struct Connection {
     alive: Arc<AtomicBool>,
     /// Cloned into every call; the keepalive counts open calls by it.
     calls: Arc<()>,
+    /// What the calls hold in unfinished messages (see `stream::CONNECTION_HELD_LIMIT`).
+    held: Arc<AtomicUsize>,
 }
 
 pub struct GrpcDialer {
@@ -60,13 +62,13 @@ impl GrpcDialer {
         &self,
         server: &Address,
         meta: &Metadata,
-    ) -> io::Result<(SendRequest<Bytes>, Arc<()>)> {
+    ) -> io::Result<(SendRequest<Bytes>, Arc<()>, Arc<AtomicUsize>)> {
         let mut connections = self.connections.lock().await;
         if let Some(kept) = connections.get(server)
             && kept.alive.load(Ordering::Acquire)
             && let Ok(ready) = kept.sender.clone().ready().await
         {
-            return Ok((ready, kept.calls.clone()));
+            return Ok((ready, kept.calls.clone(), kept.held.clone()));
         }
         connections.remove(server);
         let stream = self.lower.dial(server, meta).await?;
@@ -78,6 +80,7 @@ impl GrpcDialer {
         let (sender, mut connection) = builder.handshake(stream).await.map_err(h2_io_error)?;
         let alive = Arc::new(AtomicBool::new(true));
         let calls = Arc::new(());
+        let held = Arc::new(AtomicUsize::new(0));
         let pings = run_pings(
             connection.ping_pong(),
             self.options.keepalive,
@@ -102,9 +105,10 @@ impl GrpcDialer {
                 sender: ready.clone(),
                 alive,
                 calls: calls.clone(),
+                held: held.clone(),
             },
         );
-        Ok((ready, calls))
+        Ok((ready, calls, held))
     }
 
     fn request(&self, server: &Address) -> io::Result<Request<()>> {
@@ -142,13 +146,14 @@ impl Dialer for GrpcDialer {
     ) -> BoxFuture<'a, io::Result<BoxStream>> {
         Box::pin(async move {
             let request = self.request(server)?;
-            let (mut sender, calls) = self.sender(server, meta).await?;
+            let (mut sender, calls, held) = self.sender(server, meta).await?;
             let (response, send) = sender.send_request(request, false).map_err(h2_io_error)?;
             Ok(Box::new(GrpcStream::client(
                 response,
                 send,
                 self.options.multi_mode,
                 calls,
+                held,
             )) as BoxStream)
         })
     }

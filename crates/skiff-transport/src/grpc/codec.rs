@@ -80,6 +80,11 @@ impl MessageDecoder {
         self.pending.is_empty() && self.chunk.is_empty()
     }
 
+    /// Bytes held that are not yet a whole message.
+    pub fn buffered(&self) -> usize {
+        self.pending.len() + self.chunk.len()
+    }
+
     /// Hands over a DATA payload. Call [`next_message`](Self::next_message) until it says
     /// `None` before pushing the next.
     pub fn push(&mut self, data: Bytes) {

@@ -3,6 +3,8 @@
 //! (Xray's server) gives it, so a probe learns nothing gRPC-go would not tell it.
 
 use std::io;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 
 use bytes::Bytes;
 use h2::server::SendResponse;
@@ -42,6 +44,7 @@ impl GrpcServer {
         mut respond: SendResponse<Bytes>,
         session: &LayerSession,
         tunnels: &TunnelSink,
+        held: &Arc<AtomicUsize>,
     ) {
         let (parts, body) = request.into_parts();
         let path = parts.uri.path();
@@ -75,7 +78,7 @@ impl GrpcServer {
             .expect("static response parts");
         match respond.send_response(response, false) {
             Ok(send) => tunnels(
-                Box::new(GrpcStream::server(body, send, multi)),
+                Box::new(GrpcStream::server(body, send, multi, held.clone())),
                 session.clone(),
             ),
             Err(e) => tracing::debug!(error = %e, "gRPC call reset before its response"),
@@ -166,10 +169,11 @@ impl MultiplexServer for GrpcServer {
                 .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no HTTP/2 preface"))?
                 .map_err(h2_io_error)?;
             let pings = run_pings(connection.ping_pong(), self.keepalive, None);
+            let held = Arc::new(AtomicUsize::new(0));
             let calls = async {
                 while let Some(call) = connection.accept().await {
                     let (request, respond) = call.map_err(h2_io_error)?;
-                    self.route(request, respond, &session, &tunnels);
+                    self.route(request, respond, &session, &tunnels, &held);
                 }
                 Ok(())
             };

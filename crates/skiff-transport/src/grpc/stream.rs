@@ -7,6 +7,7 @@ use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, ready};
 
 use bytes::{Bytes, BytesMut};
@@ -20,6 +21,9 @@ use super::codec::{MAX_HEAD_LEN, MessageDecoder, decode_hunks, encode_head};
 
 /// The longest message a peer may send: gRPC-go's default receive limit, which Xray keeps.
 pub const MAX_MESSAGE: usize = 4 << 20;
+/// The most all calls of one connection may hold in unfinished messages: each call may
+/// hold up to [`MAX_MESSAGE`], and this keeps a peer from multiplying that by its calls.
+pub const CONNECTION_HELD_LIMIT: usize = 32 << 20;
 /// The most data one write puts in one Hunk (well under every peer's receive limit).
 const MAX_HUNK: usize = 64 << 10;
 
@@ -52,6 +56,9 @@ pub struct GrpcStream {
     /// Held while the call is open: the client counts live calls by it (keepalive pings
     /// only while calls are open, unless `permit_without_stream`).
     _open: Option<Arc<()>>,
+    /// What all calls of the connection hold in unfinished messages, and this call's part.
+    held: Arc<AtomicUsize>,
+    my_held: usize,
 }
 
 impl GrpcStream {
@@ -61,6 +68,7 @@ impl GrpcStream {
         send: SendStream<Bytes>,
         multi: bool,
         open: Arc<()>,
+        held: Arc<AtomicUsize>,
     ) -> Self {
         Self::new(
             Side::Client,
@@ -68,12 +76,18 @@ impl GrpcStream {
             send,
             multi,
             Some(open),
+            held,
         )
     }
 
     /// The server's end of a call whose response headers went out.
-    pub fn server(body: RecvStream, send: SendStream<Bytes>, multi: bool) -> Self {
-        Self::new(Side::Server, Receiving::Body(body), send, multi, None)
+    pub fn server(
+        body: RecvStream,
+        send: SendStream<Bytes>,
+        multi: bool,
+        held: Arc<AtomicUsize>,
+    ) -> Self {
+        Self::new(Side::Server, Receiving::Body(body), send, multi, None, held)
     }
 
     fn new(
@@ -82,6 +96,7 @@ impl GrpcStream {
         send: SendStream<Bytes>,
         multi: bool,
         open: Option<Arc<()>>,
+        held: Arc<AtomicUsize>,
     ) -> Self {
         GrpcStream {
             side,
@@ -93,7 +108,29 @@ impl GrpcStream {
             multi,
             write_closed: false,
             _open: open,
+            held,
+            my_held: 0,
         }
+    }
+
+    /// Counts what the decoder holds against the connection's limit.
+    fn account_held(&mut self) -> io::Result<()> {
+        let now = self.decoder.buffered();
+        if now > self.my_held {
+            let more = now - self.my_held;
+            let total = self.held.fetch_add(more, Ordering::Relaxed) + more;
+            self.my_held = now;
+            if total > CONNECTION_HELD_LIMIT {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "gRPC connection holds too many unfinished messages",
+                ));
+            }
+        } else {
+            self.held.fetch_sub(self.my_held - now, Ordering::Relaxed);
+            self.my_held = now;
+        }
+        Ok(())
     }
 
     /// Makes `ready` non-empty, or reports the end of the peer's data (Ok(false)).
@@ -120,6 +157,7 @@ impl GrpcStream {
                             decode_hunks(message, self.multi, &mut self.scratch)?;
                             self.ready.extend(self.scratch.drain(..));
                         }
+                        self.account_held()?;
                     }
                     Some(Err(e)) => return Poll::Ready(Err(h2_error(e))),
                     None => {
@@ -282,6 +320,7 @@ impl Drop for GrpcStream {
     /// relay failed) still ends the call as Xray's handler does, with `grpc-status: 0`; h2
     /// then resets what the client still sends. A client's drop cancels the call (RST_STREAM).
     fn drop(&mut self) {
+        self.held.fetch_sub(self.my_held, Ordering::Relaxed);
         if self.side == Side::Server && !self.write_closed {
             let mut trailers = HeaderMap::new();
             trailers.insert("grpc-status", HeaderValue::from_static("0"));
