@@ -213,3 +213,36 @@ async fn unfinished_messages_are_bounded_per_connection() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// A server with keepalive closes a connection whose peer stops answering PINGs, and says
+/// why; without keepalive, the same silent peer would be kept.
+#[tokio::test]
+async fn keepalive_closes_a_silent_peer() {
+    use skiff_transport::grpc::Keepalive;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let keepalive = Keepalive {
+            interval: Duration::from_millis(300),
+            timeout: Duration::from_millis(300),
+        };
+        let server = GrpcServer::new("svc", Windows::new(0), Some(keepalive));
+        let sink: TunnelSink = Arc::new(|_, _| {});
+        server
+            .serve(Box::new(tcp), LayerSession::default(), sink)
+            .await
+    });
+    let mut tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    // HTTP/2's preface and an empty SETTINGS, then silence: no ACK, no PING answer.
+    tcp.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+        .await
+        .unwrap();
+    let mut sink = Vec::new();
+    let read = tokio::time::timeout(LIMIT, tcp.read_to_end(&mut sink)).await;
+    assert!(read.is_ok(), "the server kept the silent peer");
+    let ended = served.await.unwrap().unwrap_err();
+    assert_eq!(ended.kind(), std::io::ErrorKind::TimedOut, "{ended}");
+}

@@ -83,3 +83,29 @@ pub async fn run_pings(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xray_parameters() {
+        assert_eq!(Keepalive::server(0, 0), None);
+        assert_eq!(Keepalive::client(0, 30), None);
+        let s = Keepalive::server(0, 5).unwrap();
+        assert_eq!(
+            (s.interval, s.timeout),
+            (SERVER_DEFAULT_INTERVAL, Duration::from_secs(5))
+        );
+        let c = Keepalive::client(3, 0).unwrap();
+        assert_eq!(
+            (c.interval, c.timeout),
+            (CLIENT_MIN_INTERVAL, DEFAULT_TIMEOUT)
+        );
+        let c = Keepalive::client(60, 7).unwrap();
+        assert_eq!(
+            (c.interval, c.timeout),
+            (Duration::from_secs(60), Duration::from_secs(7))
+        );
+    }
+}
