@@ -5,10 +5,11 @@
 use std::sync::Arc;
 
 use skiff_config::{
-    HttpHeaderPlan, RealityPlan, StreamNetwork, StreamPlan, StreamSecurity, TlsPlan,
+    GrpcPlan, HttpHeaderPlan, RealityPlan, StreamNetwork, StreamPlan, StreamSecurity, TlsPlan,
 };
 use skiff_core::tcp_tuning::TcpTuning;
 use skiff_core::{ClientLayer, Dialer, MultiplexServer, Outbound, OutboundDialer, ServerLayer};
+use skiff_transport::grpc::{GrpcClientOptions, GrpcDialer, GrpcServer, Keepalive, Windows};
 use skiff_transport::http_header::{
     HttpHeaderClient, HttpHeaderServer, RequestTemplate, ResponseTemplate, defaults,
 };
@@ -25,7 +26,7 @@ use skiff_transport::ws::{WsClientOptions, WsServerOptions};
 /// network's multiplexing server ending the stack.
 pub fn server_stack(plan: &StreamPlan) -> Result<ServerStack, String> {
     let mut layers: Vec<Arc<dyn ServerLayer>> = Vec::new();
-    let multiplex: Option<Arc<dyn MultiplexServer>> = None;
+    let mut multiplex: Option<Arc<dyn MultiplexServer>> = None;
     if let StreamSecurity::Tls(t) = &plan.security {
         layers.push(Arc::new(TlsServer::new(&server_tls(t))?));
     }
@@ -53,6 +54,14 @@ pub fn server_stack(plan: &StreamPlan) -> Result<ServerStack, String> {
         }
         StreamNetwork::HttpUpgrade(h) => {
             layers.push(Arc::new(HttpUpgradeServer::new(&h.path, h.host.clone())));
+            ServerBase::Tcp
+        }
+        StreamNetwork::Grpc(g) => {
+            multiplex = Some(Arc::new(GrpcServer::new(
+                &g.service_name,
+                Windows::new(g.initial_windows_size),
+                Keepalive::server(g.idle_timeout, g.health_check_timeout),
+            )));
             ServerBase::Tcp
         }
         StreamNetwork::Mkcp(k) => ServerBase::Mkcp(k.clone()),
@@ -84,7 +93,12 @@ pub fn client_dialer(
     };
     let mut layers: Vec<Arc<dyn ClientLayer>> = Vec::new();
     if let StreamSecurity::Tls(t) = &plan.security {
-        layers.push(Arc::new(TlsClient::new(&client_tls(t, &server_name))?));
+        let mut options = client_tls(t, &server_name);
+        if matches!(plan.network, StreamNetwork::Grpc(_)) && options.alpn.is_empty() {
+            // Xray's client default, which lets the server pick HTTP/2.
+            options.alpn = vec!["h2".into(), "http/1.1".into()];
+        }
+        layers.push(Arc::new(TlsClient::new(&options)?));
     }
     if let StreamSecurity::Reality(r) = &plan.security {
         layers.push(Arc::new(reality_client(r, &server_name)?));
@@ -130,6 +144,21 @@ pub fn client_dialer(
             )));
             tcp()
         }
+        StreamNetwork::Grpc(g) => {
+            // The calls' dialer holds the connection's: TCP (or the chain), then TLS.
+            let lower = Arc::new(LayeredDialer {
+                base: tcp(),
+                layers,
+            });
+            let explicit_name = match &plan.security {
+                StreamSecurity::Tls(t) => t.server_name.clone(),
+                StreamSecurity::None => None,
+            };
+            return Ok(Arc::new(GrpcDialer::new(
+                lower,
+                grpc_client(g, explicit_name),
+            )));
+        }
         StreamNetwork::Mkcp(k) => udp(
             "mKCP runs over UDP and cannot be chained through proxySettings",
             Arc::new(MkcpDialer::new(k.clone())),
@@ -143,6 +172,21 @@ pub fn client_dialer(
         ),
     };
     Ok(Arc::new(LayeredDialer { base, layers }))
+}
+
+/// A gRPC client's options; `tls_server_name` is the configured `serverName`, which Xray
+/// sends as the authority when `authority` is not set.
+fn grpc_client(g: &GrpcPlan, tls_server_name: Option<String>) -> GrpcClientOptions {
+    let paths = skiff_transport::grpc::names::ServicePaths::new(&g.service_name);
+    GrpcClientOptions {
+        path: paths.for_client(g.multi_mode).to_owned(),
+        multi_mode: g.multi_mode,
+        authority: g.authority.clone().or(tls_server_name),
+        user_agent: skiff_transport::grpc::user_agent::user_agent(&g.user_agent),
+        windows: Windows::new(g.initial_windows_size),
+        keepalive: Keepalive::client(g.idle_timeout, g.health_check_timeout),
+        permit_without_stream: g.permit_without_stream,
+    }
 }
 
 /// The header's templates, Xray's default header lists where none are configured.

@@ -10,6 +10,9 @@ pub enum Kind {
     Tunnel,
     /// B: dokodemo-door → VLESS out; C: VLESS in → freedom; over TLS and/or WebSocket.
     Vless { tls: bool, ws: bool },
+    /// B: dokodemo-door → VLESS out over gRPC (Xray's "gun", one HTTP/2 stream per
+    /// connection) with TLS; C: VLESS in over gRPC → freedom.
+    VlessGrpc,
     /// VLESS with XTLS Vision over TCP + TLS 1.3: leaves the outer TLS (and splices) once the
     /// inner traffic is TLS 1.3 application data, so it shows with `--payload tls`.
     VlessVision,
@@ -94,6 +97,7 @@ impl Kind {
         matches!(
             self,
             Kind::Vless { tls: true, .. }
+                | Kind::VlessGrpc
                 | Kind::VlessVision
                 | Kind::Trojan { .. }
                 | Kind::Vmess { tls: true, .. }
@@ -150,6 +154,11 @@ pub const ALL: &[Combination] = &[
             tls: true,
             ws: true,
         },
+    },
+    Combination {
+        name: "vless-grpc-tls",
+        about: "VLESS over gRPC (gun) with TLS",
+        kind: Kind::VlessGrpc,
     },
     Combination {
         name: "vless-vision",
@@ -306,7 +315,7 @@ mod tests {
         assert_eq!(names, ["raw", "tunnel"]);
         let names: Vec<_> = select(Some("vless-ws")).iter().map(|c| c.name).collect();
         assert_eq!(names, ["vless-ws"]);
-        assert_eq!(select(Some("vless")).len(), 5);
+        assert_eq!(select(Some("vless")).len(), 6);
         assert!(select(Some("vless-vision"))[0].kind.tls());
         let names: Vec<_> = select(Some("trojan")).iter().map(|c| c.name).collect();
         assert_eq!(names, ["trojan-tls", "trojan-ws-tls"]);

@@ -587,7 +587,9 @@ impl Implementation {
             Kind::Kcp { .. } => matches!(self.flavor, Flavor::Skiff | Flavor::Kcptun),
             // v2ray 4.34 is the mKCP peer Skiff is interop-tested with (tests/interop_mkcp.rs).
             Kind::Mkcp => matches!(self.flavor, Flavor::Skiff | Flavor::V2ray),
-            // v2ray 4.34 has no flows.
+            // v2ray 4.34's gRPC predates Xray's; sing-box would need its own config format.
+            Kind::VlessGrpc => matches!(self.flavor, Flavor::Skiff | Flavor::Xray),
+            // v2ray 4.34 has no flows; sing-box speaks Vision in its own config format.
             Kind::VlessVision => matches!(self.flavor, Flavor::Skiff | Flavor::Xray),
             Kind::Trojan { ws: false } => matches!(
                 self.flavor,
@@ -645,6 +647,17 @@ impl Implementation {
                 }
                 Role::Server => xray_vless_server(hops.c_listen, mkcp_stream(), ""),
             },
+            (Kind::VlessGrpc, Flavor::Skiff | Flavor::Xray) => {
+                let mut stream = proxy_stream(true, false, role, self.flavor, hops)?;
+                stream["network"] = json!("grpc");
+                stream["grpcSettings"] = json!({ "serviceName": "bench" });
+                match role {
+                    Role::Client => {
+                        xray_vless_client(hops.b_listen, hops.d, hops.c_listen, stream, "")
+                    }
+                    Role::Server => xray_vless_server(hops.c_listen, stream, ""),
+                }
+            }
             (Kind::VlessVision, Flavor::Skiff | Flavor::Xray) => {
                 let stream = proxy_stream(true, false, role, self.flavor, hops)?;
                 let flow = "xtls-rprx-vision";

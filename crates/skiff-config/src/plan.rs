@@ -280,6 +280,9 @@ pub enum StreamNetwork {
     Ws(WsPlan),
     /// `httpupgrade`: an HTTP/1.1 upgrade, then the raw stream (`httpupgradeSettings`).
     HttpUpgrade(HttpUpgradePlan),
+    /// `grpc` (also `gun`): Xray's gRPC transport, each tunnel one call over HTTP/2
+    /// (`grpcSettings`).
+    Grpc(GrpcPlan),
     /// `kcp` / `mkcp`: V2Ray's mKCP over UDP (`kcpSettings`).
     Mkcp(skiff_kcp::mkcp::MkcpConfig),
     /// `kcptun`: kcptun's KCP + smux over UDP (`kcptunSettings`), one smux stream per
@@ -359,6 +362,27 @@ pub struct HttpUpgradePlan {
     pub host: Option<String>,
     /// `headers` in config order (never `Host`: Xray refuses it here).
     pub headers: Vec<(String, String)>,
+}
+
+/// `grpcSettings`, with Xray's key names (infra/conf `GRPCConfig`); 0 means unset.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GrpcPlan {
+    /// `serviceName` as given: a name, or a custom path starting with "/" (`/a/b|c`).
+    pub service_name: String,
+    /// `authority`: the client's `:authority`; None when absent or empty.
+    pub authority: Option<String>,
+    /// `multiMode`: the client calls TunMulti (MultiHunk messages) instead of Tun.
+    pub multi_mode: bool,
+    /// `idle_timeout`, seconds between keepalive PINGs.
+    pub idle_timeout: u32,
+    /// `health_check_timeout`, seconds a PING may go unanswered.
+    pub health_check_timeout: u32,
+    /// `permit_without_stream`: the client pings even with no call open.
+    pub permit_without_stream: bool,
+    /// `initial_windows_size`: the HTTP/2 stream window, bytes.
+    pub initial_windows_size: u32,
+    /// `user_agent` as given: "" or "chrome", "firefox", "edge", "golang", or a literal.
+    pub user_agent: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

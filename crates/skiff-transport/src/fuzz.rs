@@ -98,3 +98,41 @@ pub fn fuzz_tls13_server_flight(data: &[u8]) {
     let _ = crate::tls13_client::messages::parse_server_hello(data);
     let _ = crate::tls13_client::certificate::leaf_facts(data);
 }
+
+/// gRPC messages and the Hunk/MultiHunk protobuf in them: any bytes, whole and cut into
+/// data-chosen chunks, must decode to the same items (or fail alike), never more data than
+/// came in, and never a panic.
+pub fn fuzz_grpc(data: &[u8]) {
+    use crate::grpc::codec::{MessageDecoder, decode_hunks};
+    use bytes::Bytes;
+
+    fn run(data: &[u8], cuts: &[usize], multi: bool, limit: usize) -> Result<Vec<Bytes>, ()> {
+        let mut decoder = MessageDecoder::new(limit);
+        let mut items = Vec::new();
+        let mut at = 0;
+        for &end in cuts.iter().chain(std::iter::once(&data.len())) {
+            let end = end.clamp(at, data.len());
+            decoder.push(Bytes::copy_from_slice(&data[at..end]));
+            at = end;
+            while let Some(message) = decoder.next_message().map_err(|_| ())? {
+                assert!(message.len() <= limit, "message over the limit");
+                decode_hunks(message, multi, &mut items).map_err(|_| ())?;
+            }
+        }
+        Ok(items)
+    }
+
+    let step = data.first().map_or(1, |&b| usize::from(b % 16) + 1);
+    let cuts: Vec<usize> = (0..data.len()).step_by(step).collect();
+    for multi in [false, true] {
+        for limit in [16, 1 << 20] {
+            let whole = run(data, &[], multi, limit);
+            let split = run(data, &cuts, multi, limit);
+            assert_eq!(whole, split, "decoding depends on how the bytes were cut");
+            if let Ok(items) = whole {
+                let total: usize = items.iter().map(Bytes::len).sum();
+                assert!(total <= data.len(), "more data out than in");
+            }
+        }
+    }
+}

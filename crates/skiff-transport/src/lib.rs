@@ -12,6 +12,8 @@
 //!   `Sec-WebSocket-Protocol` / `?ed=N` / path-suffix early-data conventions, what a listener
 //!   answers to a request it does not upgrade, and the async accept/connect and frame stream.
 //! * [`httpupgrade`]: Xray's HTTPUpgrade: one HTTP/1.1 upgrade exchange, then the raw stream.
+//! * [`grpc`]: Xray's gRPC transport ("gun"): Hunk messages over HTTP/2 calls, a
+//!   multiplexing server and a client keeping one connection per server.
 //! * [`http_header`]: Xray's HTTP header obfuscation on raw TCP: a request and a response
 //!   head from templates in front of each side's first bytes.
 //! * [`tls`]: TLS over rustls, then (TLS 1.3) our own record layer, which keeps every byte
@@ -30,6 +32,7 @@
 pub mod base64;
 pub mod fingerprint;
 pub mod fuzz;
+pub mod grpc;
 pub mod http_header;
 pub mod httpupgrade;
 pub mod kcp;

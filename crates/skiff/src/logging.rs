@@ -8,6 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use skiff_config::{LogLevel, LogPlan, LogTarget};
 use tracing::level_filters::LevelFilter;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 pub fn init(plan: &LogPlan) -> std::io::Result<()> {
     let level = match plan.level {
@@ -17,12 +20,20 @@ pub fn init(plan: &LogPlan) -> std::io::Result<()> {
         LogLevel::Error => LevelFilter::ERROR,
         LogLevel::None => LevelFilter::OFF,
     };
+    // h2 (gRPC, DoH) logs every frame at debug: only its warnings reach the error log.
+    let quiet_h2 = Targets::new()
+        .with_default(level)
+        .with_target("h2", LevelFilter::WARN.min(level));
     let builder = tracing_subscriber::fmt()
         .with_max_level(level)
         .with_target(false);
     let result = match &plan.error {
         LogTarget::Off => return Ok(()),
-        LogTarget::Stderr => builder.with_writer(std::io::stderr).try_init(),
+        LogTarget::Stderr => builder
+            .with_writer(std::io::stderr)
+            .finish()
+            .with(quiet_h2)
+            .try_init(),
         LogTarget::File(path) => {
             let file = ReopenableFile::open(path.clone())?;
             let reopen = file.clone();
@@ -30,6 +41,8 @@ pub fn init(plan: &LogPlan) -> std::io::Result<()> {
             builder
                 .with_ansi(false)
                 .with_writer(move || file.clone())
+                .finish()
+                .with(quiet_h2)
                 .try_init()
         }
     };

@@ -7,6 +7,7 @@ mod assets;
 mod dns;
 mod fallback_loops;
 mod geo_load;
+mod grpc;
 mod inbound;
 mod log;
 mod mux;

@@ -22,8 +22,6 @@ use crate::source::Loc;
 use skiff_kcp::mkcp::{HeaderKind, MkcpConfig};
 
 const UNSUPPORTED_NETWORKS: &[&str] = &[
-    "grpc",
-    "gun",
     "xhttp",
     "splithttp",
     "h2",
@@ -90,6 +88,18 @@ pub fn build_stream(
                 .and_then(|h| httpupgrade_plan(h, &hloc, side, diags))
                 .map_or(StreamNetwork::Tcp, StreamNetwork::HttpUpgrade)
         }
+        Some("grpc" | "gun") => {
+            let gloc = loc.key("grpcSettings");
+            let empty = Value::Object(Map::new());
+            let value = raw
+                .grpc_settings
+                .as_ref()
+                .filter(|v| !v.is_null())
+                .unwrap_or(&empty);
+            decode::<super::grpc::RawGrpcSettings>(value, &gloc, diags)
+                .and_then(|g| super::grpc::grpc_plan(g, &gloc, diags))
+                .map_or(StreamNetwork::Tcp, StreamNetwork::Grpc)
+        }
         Some("kcp" | "mkcp") => {
             let kloc = loc.key("kcpSettings");
             let empty = Value::Object(Map::new());
@@ -118,7 +128,7 @@ pub fn build_stream(
         }
         Some(n) if UNSUPPORTED_NETWORKS.contains(&n) => {
             diags.push(loc.key("network").error(format!(
-                "transport `{n}` is not supported by this version of skiff yet (only raw TCP, WebSocket, HTTPUpgrade, mKCP and kcptun)"
+                "transport `{n}` is not supported by this version of skiff yet (only raw TCP, WebSocket, HTTPUpgrade, gRPC, mKCP and kcptun)"
             )));
             StreamNetwork::Tcp
         }

@@ -406,15 +406,8 @@ fn stream_settings() {
         r#"{"network": "tcp", "tcpSettings": {"header": {"type": "none"}}}"#,
     ));
     ok(&with_stream(r#"{"network": "kcp"}"#));
-    for net in [
-        "grpc",
-        "xhttp",
-        "splithttp",
-        "h2",
-        "http",
-        "quic",
-        "domainsocket",
-    ] {
+    ok(&with_stream(r#"{"network": "grpc"}"#));
+    for net in ["xhttp", "splithttp", "h2", "http", "quic", "domainsocket"] {
         has_error(
             &with_stream(&format!(r#"{{"network": "{net}"}}"#)),
             "inbounds[0].streamSettings.network",

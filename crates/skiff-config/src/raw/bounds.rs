@@ -102,10 +102,7 @@ pub struct RawStream {
     pub kcp_settings: Option<Value>,
     /// Decoded only when `network` is "kcptun" (Skiff's own transport name).
     pub kcptun_settings: Option<Value>,
-    #[allow(
-        dead_code,
-        reason = "an accepted Xray key: declared so it is not reported as unknown"
-    )]
+    /// Decoded only when `network` is "grpc"/"gun".
     pub grpc_settings: Option<Value>,
     /// Decoded only when `network` is "httpupgrade".
     pub httpupgrade_settings: Option<Value>,

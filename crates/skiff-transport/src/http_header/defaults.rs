@@ -48,6 +48,11 @@ pub fn response_headers() -> Vec<(String, Vec<String>)> {
     .collect()
 }
 
+/// This process's Chrome User-Agent (Xray's `utils.ChromeUA`); the gRPC client sends it too.
+pub fn chrome_user_agent() -> &'static str {
+    &chrome().0
+}
+
 /// The User-Agent and Sec-CH-UA of this process's Chrome version (drawn once, as Xray draws
 /// its anchored version once per process).
 fn chrome() -> &'static (String, String) {
