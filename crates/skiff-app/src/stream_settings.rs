@@ -150,9 +150,10 @@ pub fn client_dialer(
                 base: tcp(),
                 layers,
             });
+            // Xray sends the TLS serverName as the authority; under REALITY, never its name.
             let explicit_name = match &plan.security {
                 StreamSecurity::Tls(t) => t.server_name.clone(),
-                StreamSecurity::None => None,
+                StreamSecurity::None | StreamSecurity::Reality(_) => None,
             };
             return Ok(Arc::new(GrpcDialer::new(
                 lower,

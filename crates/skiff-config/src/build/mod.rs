@@ -147,9 +147,9 @@ mod tests_kcptun;
 #[cfg(test)]
 mod tests_mkcp;
 #[cfg(test)]
-mod tests_reality;
-#[cfg(test)]
 mod tests_mux;
+#[cfg(test)]
+mod tests_reality;
 #[cfg(test)]
 mod tests_shadowsocks;
 #[cfg(test)]
