@@ -16,6 +16,7 @@ mod stream_settings;
 mod tunnel;
 mod udp;
 mod udp_stream;
+mod xhttp;
 
 pub mod instance;
 pub mod limits;

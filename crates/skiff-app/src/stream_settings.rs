@@ -17,12 +17,13 @@ use skiff_transport::stack::{LayeredDialer, ServerBase, ServerStack, Unchainable
 use skiff_transport::tcp::TcpDialer;
 use skiff_transport::tls::{TlsClient, TlsClientOptions, TlsServer, TlsServerOptions, TlsVersion};
 use skiff_transport::ws::{WsClientOptions, WsServerOptions};
+use skiff_transport::xhttp::XhttpServer;
 
 /// An inbound's base and layers: TLS if configured, then the network's own layer, or the
 /// network's multiplexing server ending the stack.
 pub fn server_stack(plan: &StreamPlan) -> Result<ServerStack, String> {
     let mut layers: Vec<Arc<dyn ServerLayer>> = Vec::new();
-    let multiplex: Option<Arc<dyn MultiplexServer>> = None;
+    let mut multiplex: Option<Arc<dyn MultiplexServer>> = None;
     if let StreamSecurity::Tls(t) = &plan.security {
         layers.push(Arc::new(TlsServer::new(&server_tls(t))?));
     }
@@ -47,6 +48,10 @@ pub fn server_stack(plan: &StreamPlan) -> Result<ServerStack, String> {
         }
         StreamNetwork::Mkcp(k) => ServerBase::Mkcp(k.clone()),
         StreamNetwork::Kcptun(k) => ServerBase::Kcptun(crate::kcp_params::for_network(&k.tuning)),
+        StreamNetwork::Xhttp(x) => {
+            multiplex = Some(Arc::new(XhttpServer::new(crate::xhttp::options(x))));
+            ServerBase::Tcp
+        }
     };
     Ok(ServerStack {
         base,
@@ -69,7 +74,11 @@ pub fn client_dialer(
     };
     let mut layers: Vec<Arc<dyn ClientLayer>> = Vec::new();
     if let StreamSecurity::Tls(t) = &plan.security {
-        layers.push(Arc::new(TlsClient::new(&client_tls(t, &server_name))?));
+        let mut options = client_tls(t, &server_name);
+        if matches!(plan.network, StreamNetwork::Xhttp(_)) {
+            crate::xhttp::client_alpn(&mut options);
+        }
+        layers.push(Arc::new(TlsClient::new(&options)?));
     }
     let chained = via.map(|via| Arc::new(OutboundDialer(via)) as Arc<dyn Dialer>);
     let tcp = || -> Arc<dyn Dialer> {
@@ -123,6 +132,14 @@ pub fn client_dialer(
                 k.conn,
             )),
         ),
+        StreamNetwork::Xhttp(x) => {
+            // XHTTP is not a layer: its dialer opens HTTP connections through TCP (+ TLS).
+            let lower = Arc::new(LayeredDialer {
+                base: tcp(),
+                layers,
+            });
+            return Ok(crate::xhttp::dialer(x, lower, &plan.security, &server_name));
+        }
     };
     Ok(Arc::new(LayeredDialer { base, layers }))
 }

@@ -20,6 +20,9 @@
 //! * [`kcp`] and [`mkcp`]: the async edge of kcptun's KCP + smux and of V2Ray's mKCP: tokio
 //!   UDP sockets and timers around skiff-kcp's sans-IO sessions, each connection or smux
 //!   stream a [`skiff_core::BoxStream`]; [`udp_sessions`] caps what their listeners hold.
+//! * [`xhttp`]: Xray's XHTTP (SplitHTTP): packet-up, stream-up and stream-one over HTTP/1.1
+//!   and HTTP/2, the server as a `MultiplexServer` with its session table, the client as a
+//!   `Dialer` sharing HTTP/2 connections as xmux says.
 //! * [`base64`]: the two base64 alphabets the handshake needs.
 //! * [`fuzz`]: entry points for fuzzers (never panic on any input).
 
@@ -34,6 +37,7 @@ pub mod tcp;
 pub mod tls;
 pub mod udp_sessions;
 pub mod ws;
+pub mod xhttp;
 
 /// Result of an incremental parse.
 #[derive(Debug, Clone, PartialEq, Eq)]

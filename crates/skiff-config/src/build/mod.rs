@@ -15,6 +15,7 @@ mod routing;
 mod stream;
 mod tls;
 mod unique_tags;
+mod xhttp;
 
 use std::collections::HashSet;
 

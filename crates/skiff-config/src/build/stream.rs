@@ -24,8 +24,6 @@ use skiff_kcp::mkcp::{HeaderKind, MkcpConfig};
 const UNSUPPORTED_NETWORKS: &[&str] = &[
     "grpc",
     "gun",
-    "xhttp",
-    "splithttp",
     "h2",
     "http",
     "quic",
@@ -90,6 +88,16 @@ pub fn build_stream(
                 .and_then(|h| httpupgrade_plan(h, &hloc, side, diags))
                 .map_or(StreamNetwork::Tcp, StreamNetwork::HttpUpgrade)
         }
+        Some("xhttp" | "splithttp") => {
+            // Xray reads `xhttpSettings`, or `splithttpSettings` when that is the one given.
+            let (key, value) = match (&raw.xhttp_settings, &raw.splithttp_settings) {
+                (None, Some(v)) => ("splithttpSettings", Some(v)),
+                (v, _) => ("xhttpSettings", v.as_ref()),
+            };
+            let empty = Value::Object(Map::new());
+            super::xhttp::xhttp_plan(value.unwrap_or(&empty), &loc.key(key), diags)
+                .map_or(StreamNetwork::Tcp, StreamNetwork::Xhttp)
+        }
         Some("kcp" | "mkcp") => {
             let kloc = loc.key("kcpSettings");
             let empty = Value::Object(Map::new());
@@ -118,7 +126,7 @@ pub fn build_stream(
         }
         Some(n) if UNSUPPORTED_NETWORKS.contains(&n) => {
             diags.push(loc.key("network").error(format!(
-                "transport `{n}` is not supported by this version of skiff yet (only raw TCP, WebSocket, HTTPUpgrade, mKCP and kcptun)"
+                "transport `{n}` is not supported by this version of skiff yet (only raw TCP, WebSocket, HTTPUpgrade, XHTTP, mKCP and kcptun)"
             )));
             StreamNetwork::Tcp
         }
@@ -233,7 +241,7 @@ fn ws_plan(
 /// The `headers` object of WebSocket or HTTPUpgrade settings: string values under valid
 /// HTTP header names, without CR, LF or NUL (they would end the header early). A `Host`
 /// entry goes to `on_host` with its value and location, each transport having its own rule.
-fn header_list(
+pub(super) fn header_list(
     headers: Option<&Map<String, Value>>,
     loc: &Loc,
     diags: &mut Vec<Diagnostic>,
