@@ -273,12 +273,13 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for ChunkedWriter<W> {
     }
 }
 
-/// A response head: status line, then `headers`.
+/// A response head: status line, `headers`, and a `Date` as Go's server adds one.
 pub fn response_head(status: u16, headers: &[(&str, String)]) -> Vec<u8> {
     let mut out = format!("HTTP/1.1 {status} {}\r\n", reason(status)).into_bytes();
     for (name, value) in headers {
         out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
     }
+    out.extend_from_slice(format!("Date: {}\r\n", http_date(std::time::SystemTime::now())).as_bytes());
     out.extend_from_slice(b"\r\n");
     out
 }
@@ -296,6 +297,31 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
+/// `Sun, 06 Nov 1994 08:49:37 GMT` (RFC 9110's IMF-fixdate).
+pub fn http_date(t: std::time::SystemTime) -> String {
+    let secs = t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][(days % 7) as usize];
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let name = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        [(month - 1) as usize];
+    format!(
+        "{weekday}, {day:02} {name} {year} {:02}:{:02}:{:02} GMT",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 pub fn bad(what: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what.to_owned())
 }
@@ -303,6 +329,14 @@ pub fn bad(what: &str) -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dates_as_rfc_9110() {
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(784_111_777);
+        assert_eq!(http_date(t), "Sun, 06 Nov 1994 08:49:37 GMT");
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_709_164_800);
+        assert_eq!(http_date(t), "Thu, 29 Feb 2024 00:00:00 GMT");
+    }
 
     #[tokio::test]
     async fn body_then_pipelined_request() {

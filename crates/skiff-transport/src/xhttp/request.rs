@@ -53,6 +53,12 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// Whether Xray has written its common answer headers (CORS, padding) before refusing:
+    /// it checks the host and path first.
+    pub fn after_common_headers(&self) -> bool {
+        !matches!(self, Refusal::Host | Refusal::Path)
+    }
+
     /// The status Xray's listener answers with.
     pub fn status(&self) -> u16 {
         match self {

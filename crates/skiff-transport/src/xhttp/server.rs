@@ -27,6 +27,8 @@ const ADMISSION_WAIT: Duration = Duration::from_secs(30);
 /// How long an HTTP/1.1 connection may sit between requests, or an HTTP/2 connection without
 /// a stream.
 const IDLE: Duration = Duration::from_secs(120);
+/// The largest refused request body read and dropped to keep the connection (Go's 256 KiB).
+const DISCARD_LIMIT: u64 = 256 * 1024;
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 pub struct XhttpServer {
@@ -98,10 +100,16 @@ impl MultiplexServer for XhttpServer {
 }
 
 impl Inner {
-    fn route(&self, parts: &RequestParts<'_>) -> Result<Route, u16> {
+    /// What the request is; a refusal is its status and headers.
+    fn route(&self, parts: &RequestParts<'_>) -> Result<Route, (u16, Vec<(&'static str, String)>)> {
         request::route(parts, &self.rules).map_err(|refusal| {
             debug!(method = parts.method, target = parts.target, reason = %refusal, "xhttp request refused");
-            refusal.status()
+            let headers = if refusal.after_common_headers() {
+                self.common_headers()
+            } else {
+                Vec::new()
+            };
+            (refusal.status(), headers)
         })
     }
 
@@ -259,13 +267,19 @@ async fn serve_h1(
         };
         let route = match inner.route(&parts) {
             Ok(r) => r,
-            Err(status) => {
-                let mut h = vec![("Content-Length", "0".to_string())];
-                if length.is_none_or(|n| n > 0) {
+            Err((status, mut h)) => {
+                // As Go's server: a small body is read and dropped, and the connection kept.
+                let small = length.is_some_and(|n| n <= DISCARD_LIMIT);
+                if small {
+                    let mut body = Body::new(&mut io, std::mem::take(&mut buf), kind);
+                    tokio::io::copy(&mut body, &mut tokio::io::sink()).await?;
+                    buf = body.into_buf();
+                } else {
                     h.push(("Connection", "close".into()));
                 }
+                h.push(("Content-Length", "0".into()));
                 io.write_all(&h1::response_head(status, &h)).await?;
-                if length.is_none_or(|n| n > 0) {
+                if !small {
                     return Ok(());
                 }
                 continue;
@@ -478,8 +492,8 @@ async fn handle_h2(
     let to_io = super::h2io::to_io;
     let route = match inner.route(&parts) {
         Ok(r) => r,
-        Err(status) => {
-            respond.send_response(h2_response(status, &[]), true).map_err(to_io)?;
+        Err((status, h)) => {
+            respond.send_response(h2_response(status, &h), true).map_err(to_io)?;
             return Ok(());
         }
     };
