@@ -256,6 +256,7 @@ cases! {
     xray_server_stream_one_h1_vless: XrayServer, false, false, "stream-one";
     xray_server_stream_up_h2_vless: XrayServer, false, true, "stream-up";
     xray_server_stream_up_h1_vmess: XrayServer, true, false, "stream-up";
+    xray_server_stream_up_h1_vless: XrayServer, false, false, "stream-up";
 }
 
 /// A request–response exchange over a tunnel where the client ends its upload first: D reads

@@ -168,10 +168,15 @@ impl XhttpDialer {
     ) -> io::Result<(BoxRead, Option<BoxWrite>)> {
         let stream = self.lower.dial(server, meta).await?;
         let (mut rd, mut wr) = tokio::io::split(stream);
+        // `Connection: close`, as Xray's client (keep-alive off for these): Go's HTTP/1.1
+        // server otherwise swallows up to 256 KiB of a request body it has not read when the
+        // response starts, which stream-up and stream-one responses do at once.
+        let mut headers = self.headers(with_body);
+        headers.push(("Connection".into(), "close".into()));
         let head = self.h1_head(
             method,
             target,
-            &self.headers(with_body),
+            &headers,
             if with_body { H1BodyHead::Chunked } else { H1BodyHead::None },
         );
         wr.write_all(&head).await?;
