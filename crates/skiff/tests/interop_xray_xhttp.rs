@@ -29,6 +29,8 @@ fn xray() -> Option<PathBuf> {
 enum Role {
     XrayClient,
     XrayServer,
+    /// Skiff at both ends (the half-close, which Xray's ends do not pass on: see there).
+    Neither,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -209,6 +211,11 @@ fn chain(xray: &Path, case: Case, target: u16) -> Chain {
             let skiff = start_skiff(dir.path(), "b", &client, &[b]);
             Chain { b, _procs: vec![x], skiff, _dir: dir }
         }
+        Role::Neither => {
+            let (server, _) = start_skiff(dir.path(), "c", &server, &[c]);
+            let skiff = start_skiff(dir.path(), "b", &client, &[b]);
+            Chain { b, _procs: vec![server], skiff, _dir: dir }
+        }
     }
 }
 
@@ -260,7 +267,12 @@ cases! {
 }
 
 /// A request–response exchange over a tunnel where the client ends its upload first: D reads
-/// to the end, then answers with the upload's SHA-256; the client must still get it.
+/// to the end, then answers with the upload's SHA-256; the client must still get it. Between
+/// Skiff's ends: the end of a stream-one or stream-up upload is the end of its request body,
+/// and Skiff passes it on. Xray does not: its client never ends the request body (it cancels
+/// the stream once its policy's `uplinkOnly` second has passed), and its server does not pass
+/// the body's end to the destination, so with Xray at either end D only sees the end when the
+/// whole tunnel is torn down. packet-up has no way to say the upload ended.
 fn half_close(role: Role, mode: &'static str, tls: bool) {
     let Some(xray) = xray() else { return };
     let sink = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -298,13 +310,13 @@ fn half_close(role: Role, mode: &'static str, tls: bool) {
 }
 
 #[test]
-fn half_close_xray_client_stream_one_h2() {
-    half_close(Role::XrayClient, "stream-one", true);
+fn half_close_stream_one_h2() {
+    half_close(Role::Neither, "stream-one", true);
 }
 
 #[test]
-fn half_close_xray_server_stream_up_h2() {
-    half_close(Role::XrayServer, "stream-up", true);
+fn half_close_stream_up_h1() {
+    half_close(Role::Neither, "stream-up", false);
 }
 
 /// Xray-examples' setup: nginx terminates the client's HTTP and `proxy_pass`es XHTTP to the
