@@ -44,7 +44,12 @@ struct Case {
 /// `tls`: (certificate, key, SHA-256 pin).
 type Tls<'a> = Option<(&'a Path, &'a Path, &'a str)>;
 
-fn stream_settings(mode: &str, tls: Tls<'_>, server: bool, extra: serde_json::Value) -> serde_json::Value {
+fn stream_settings(
+    mode: &str,
+    tls: Tls<'_>,
+    server: bool,
+    extra: serde_json::Value,
+) -> serde_json::Value {
     let mut s = serde_json::json!({ "network": "xhttp",
         "xhttpSettings": { "path": PATH, "mode": mode, "extra": extra } });
     if let Some((cert, key, pin)) = tls {
@@ -62,7 +67,10 @@ fn server_config(port: u16, vmess: bool, stream: serde_json::Value) -> String {
     let (protocol, settings) = if vmess {
         ("vmess", serde_json::json!({ "clients": [{ "id": UUID }] }))
     } else {
-        ("vless", serde_json::json!({ "clients": [{ "id": UUID }], "decryption": "none" }))
+        (
+            "vless",
+            serde_json::json!({ "clients": [{ "id": UUID }], "decryption": "none" }),
+        )
     };
     serde_json::json!({
         "log": { "loglevel": "debug" },
@@ -75,11 +83,23 @@ fn server_config(port: u16, vmess: bool, stream: serde_json::Value) -> String {
     .to_string()
 }
 
-fn client_config(listen: u16, target: u16, server: u16, vmess: bool, stream: serde_json::Value) -> String {
+fn client_config(
+    listen: u16,
+    target: u16,
+    server: u16,
+    vmess: bool,
+    stream: serde_json::Value,
+) -> String {
     let (protocol, user) = if vmess {
-        ("vmess", serde_json::json!({ "id": UUID, "security": "aes-128-gcm" }))
+        (
+            "vmess",
+            serde_json::json!({ "id": UUID, "security": "aes-128-gcm" }),
+        )
     } else {
-        ("vless", serde_json::json!({ "id": UUID, "encryption": "none" }))
+        (
+            "vless",
+            serde_json::json!({ "id": UUID, "encryption": "none" }),
+        )
     };
     serde_json::json!({
         "log": { "loglevel": "debug" },
@@ -107,7 +127,10 @@ fn start_xray(xray: &Path, dir: &Path, name: &str, config: &str, port: u16) -> P
         .stderr(file)
         .spawn()
         .unwrap();
-    let mut proc = Proc { child, what: "xray" };
+    let mut proc = Proc {
+        child,
+        what: "xray",
+    };
     wait_ports(&mut proc, &[port], &out);
     proc
 }
@@ -195,26 +218,53 @@ fn chain(xray: &Path, case: Case, target: u16) -> Chain {
     ));
     let (cert, key) = certificate(dir.path());
     let pin = pin(&cert);
-    let tls = case.tls.then_some((cert.as_path(), key.as_path(), pin.as_str()));
+    let tls = case
+        .tls
+        .then_some((cert.as_path(), key.as_path(), pin.as_str()));
     let (b, c) = (free_port(), free_port());
     let extra = serde_json::json!({});
-    let server = server_config(c, case.vmess, stream_settings(case.mode, tls, true, extra.clone()));
-    let client = client_config(b, target, c, case.vmess, stream_settings(case.mode, tls, false, extra));
+    let server = server_config(
+        c,
+        case.vmess,
+        stream_settings(case.mode, tls, true, extra.clone()),
+    );
+    let client = client_config(
+        b,
+        target,
+        c,
+        case.vmess,
+        stream_settings(case.mode, tls, false, extra),
+    );
     match case.role {
         Role::XrayClient => {
             let skiff = start_skiff(dir.path(), "c", &server, &[c]);
             let x = start_xray(xray, dir.path(), "b", &client, b);
-            Chain { b, _procs: vec![x], skiff, _dir: dir }
+            Chain {
+                b,
+                _procs: vec![x],
+                skiff,
+                _dir: dir,
+            }
         }
         Role::XrayServer => {
             let x = start_xray(xray, dir.path(), "c", &server, c);
             let skiff = start_skiff(dir.path(), "b", &client, &[b]);
-            Chain { b, _procs: vec![x], skiff, _dir: dir }
+            Chain {
+                b,
+                _procs: vec![x],
+                skiff,
+                _dir: dir,
+            }
         }
         Role::Neither => {
             let (server, _) = start_skiff(dir.path(), "c", &server, &[c]);
             let skiff = start_skiff(dir.path(), "b", &client, &[b]);
-            Chain { b, _procs: vec![server], skiff, _dir: dir }
+            Chain {
+                b,
+                _procs: vec![server],
+                skiff,
+                _dir: dir,
+            }
         }
     }
 }
@@ -229,9 +279,14 @@ fn run_case(case: Case) {
         exchange(s, 2, BULK)
     });
     let started = Instant::now();
-    let (down_len, down_digest) = exchange(TcpStream::connect(("127.0.0.1", ch.b)).unwrap(), 1, BULK);
+    let (down_len, down_digest) =
+        exchange(TcpStream::connect(("127.0.0.1", ch.b)).unwrap(), 1, BULK);
     let (up_len, up_digest) = d_side.join().unwrap();
-    eprintln!("{case:?}: 2 × {} MiB in {:?}", BULK >> 20, started.elapsed());
+    eprintln!(
+        "{case:?}: 2 × {} MiB in {:?}",
+        BULK >> 20,
+        started.elapsed()
+    );
     assert_eq!((up_len, down_len), (BULK, BULK), "{case:?}: lengths");
     assert_eq!(up_digest, digest(1, BULK), "{case:?}: uplink SHA-256");
     assert_eq!(down_digest, digest(2, BULK), "{case:?}: downlink SHA-256");
@@ -277,7 +332,12 @@ fn half_close(role: Role, mode: &'static str, tls: bool) {
     let Some(xray) = xray() else { return };
     let sink = TcpListener::bind("127.0.0.1:0").unwrap();
     let d = sink.local_addr().unwrap().port();
-    let case = Case { role, vmess: false, tls, mode };
+    let case = Case {
+        role,
+        vmess: false,
+        tls,
+        mode,
+    };
     let mut ch = chain(&xray, case, d);
     const LEN: u64 = 4 << 20;
     let d_side = std::thread::spawn(move || {
@@ -303,8 +363,16 @@ fn half_close(role: Role, mode: &'static str, tls: bool) {
     s.shutdown(Shutdown::Write).unwrap();
     let mut answer = Vec::new();
     s.read_to_end(&mut answer).unwrap();
-    assert_eq!(d_side.join().unwrap(), LEN, "{case:?}: D got the whole upload");
-    assert_eq!(answer, digest(7, LEN), "{case:?}: the answer after the half-close");
+    assert_eq!(
+        d_side.join().unwrap(),
+        LEN,
+        "{case:?}: D got the whole upload"
+    );
+    assert_eq!(
+        answer,
+        digest(7, LEN),
+        "{case:?}: the answer after the half-close"
+    );
     let (proc, log) = &mut ch.skiff;
     assert_healthy(proc, log);
 }
@@ -335,7 +403,12 @@ fn xray_client_through_nginx_proxy_pass() {
     let d = sink.local_addr().unwrap().port();
     let (b, n, c) = (free_port(), free_port(), free_port());
     let stream = stream_settings("packet-up", None, true, serde_json::json!({}));
-    let (mut skiff, log) = start_skiff(dir.path(), "c", &server_config(c, false, stream.clone()), &[c]);
+    let (mut skiff, log) = start_skiff(
+        dir.path(),
+        "c",
+        &server_config(c, false, stream.clone()),
+        &[c],
+    );
     let servers = format!(
         r#"    server {{
         listen 127.0.0.1:{n};
@@ -352,7 +425,13 @@ fn xray_client_through_nginx_proxy_pass() {
     }}"#
     );
     let _nginx = start_nginx(&nginx, dir.path(), &servers, &[n]);
-    let _x = start_xray(&xray, dir.path(), "b", &client_config(b, d, n, false, stream), b);
+    let _x = start_xray(
+        &xray,
+        dir.path(),
+        "b",
+        &client_config(b, d, n, false, stream),
+        b,
+    );
     const LEN: u64 = 16 << 20;
     let d_side = std::thread::spawn(move || {
         let (s, _) = sink.accept().unwrap();
@@ -362,7 +441,11 @@ fn xray_client_through_nginx_proxy_pass() {
     let (up_len, up_digest) = d_side.join().unwrap();
     assert_eq!((up_len, down_len), (LEN, LEN), "lengths through nginx");
     assert_eq!(up_digest, digest(3, LEN), "uplink SHA-256 through nginx");
-    assert_eq!(down_digest, digest(4, LEN), "downlink SHA-256 through nginx");
+    assert_eq!(
+        down_digest,
+        digest(4, LEN),
+        "downlink SHA-256 through nginx"
+    );
     assert_healthy(&mut skiff, &log);
 }
 
@@ -384,7 +467,10 @@ fn head_of(port: u16, request: &str) -> (String, Vec<String>) {
     let mut lines = text.split("\r\n");
     let status = lines.next().unwrap_or_default().to_owned();
     let mut names: Vec<String> = lines
-        .filter_map(|l| l.split_once(':').map(|(n, _)| n.trim().to_ascii_lowercase()))
+        .filter_map(|l| {
+            l.split_once(':')
+                .map(|(n, _)| n.trim().to_ascii_lowercase())
+        })
         .collect();
     names.sort();
     (status, names)
@@ -405,7 +491,13 @@ fn probes_meet_what_xray_gives_them() {
     let dir = TempDir::new("xhttp-probe");
     let (x, s) = (free_port(), free_port());
     let stream = stream_settings("packet-up", None, true, serde_json::json!({}));
-    let _xray = start_xray(&xray, dir.path(), "x", &server_config(x, false, stream.clone()), x);
+    let _xray = start_xray(
+        &xray,
+        dir.path(),
+        "x",
+        &server_config(x, false, stream.clone()),
+        x,
+    );
     let (mut skiff, log) = start_skiff(dir.path(), "s", &server_config(s, false, stream), &[s]);
     let probes = [
         "GET / HTTP/1.1\r\nHost: h\r\nUser-Agent: curl/8\r\nAccept: */*\r\n\r\n".to_owned(),
@@ -433,13 +525,28 @@ fn hostile_sequence_numbers_are_refused_and_bounded() {
     let sink = TcpListener::bind("127.0.0.1:0").unwrap();
     let d = sink.local_addr().unwrap().port();
     let (b, c) = (free_port(), free_port());
-    let stream = stream_settings("packet-up", None, true, serde_json::json!({ "scMaxBufferedPosts": 8 }));
-    let (mut skiff, log) = start_skiff(dir.path(), "c", &server_config(c, false, stream.clone()), &[c]);
+    let stream = stream_settings(
+        "packet-up",
+        None,
+        true,
+        serde_json::json!({ "scMaxBufferedPosts": 8 }),
+    );
+    let (mut skiff, log) = start_skiff(
+        dir.path(),
+        "c",
+        &server_config(c, false, stream.clone()),
+        &[c],
+    );
     let status = |req: &str| head_of(c, req).0;
-    let post = |session: &str, seq: &str, body: &str| padded(&format!("{PATH}/{session}/{seq}"), "POST", body);
+    let post = |session: &str, seq: &str, body: &str| {
+        padded(&format!("{PATH}/{session}/{seq}"), "POST", body)
+    };
     // Duplicate.
     assert!(status(&post("dup", "0", "a")).contains(" 200 "));
-    assert!(status(&post("dup", "0", "a")).contains(" 500 "), "a repeated packet is refused");
+    assert!(
+        status(&post("dup", "0", "a")).contains(" 500 "),
+        "a repeated packet is refused"
+    );
     // Far ahead.
     assert!(status(&post("far", &u64::MAX.to_string(), "a")).contains(" 500 "));
     // A flood of buffered posts that never become contiguous (0 never comes): the window (8)
@@ -456,7 +563,10 @@ fn hostile_sequence_numbers_are_refused_and_bounded() {
             refused += 1;
         }
     }
-    assert!(refused >= 160, "posts beyond the window were refused ({refused})");
+    assert!(
+        refused >= 160,
+        "posts beyond the window were refused ({refused})"
+    );
     let rss_after = rss_kib(skiff.child.id());
     assert!(
         rss_after.saturating_sub(rss_before) < 64 * 1024,
@@ -464,7 +574,13 @@ fn hostile_sequence_numbers_are_refused_and_bounded() {
         rss_after.saturating_sub(rss_before)
     );
     // A real tunnel meanwhile.
-    let _x = start_xray(&xray, dir.path(), "b", &client_config(b, d, c, false, stream), b);
+    let _x = start_xray(
+        &xray,
+        dir.path(),
+        "b",
+        &client_config(b, d, c, false, stream),
+        b,
+    );
     const LEN: u64 = 8 << 20;
     let d_side = std::thread::spawn(move || {
         let (s, _) = sink.accept().unwrap();

@@ -61,28 +61,31 @@ pub fn xhttp_plan(value: &Value, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Opti
         )));
         return None;
     };
-    let string = |obj: &Map<String, Value>, key: &str, diags: &mut Vec<Diagnostic>| -> Option<String> {
-        match obj.get(key) {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(v) => {
-                diags.push(loc.key(key).error(format!(
-                    "invalid type: {}, expected a string",
-                    crate::raw::kind(v)
-                )));
-                None
+    let string =
+        |obj: &Map<String, Value>, key: &str, diags: &mut Vec<Diagnostic>| -> Option<String> {
+            match obj.get(key) {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(v) => {
+                    diags.push(loc.key(key).error(format!(
+                        "invalid type: {}, expected a string",
+                        crate::raw::kind(v)
+                    )));
+                    None
+                }
             }
-        }
-    };
+        };
     let host = string(top, "host", diags)
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty());
     let path = string(top, "path", diags).unwrap_or_default();
-    if path.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
-        diags.push(
-            loc.key("path")
-                .error(format!("XHTTP path `{path}` must not contain spaces or control characters")),
-        );
+    if path
+        .bytes()
+        .any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
+    {
+        diags.push(loc.key("path").error(format!(
+            "XHTTP path `{path}` must not contain spaces or control characters"
+        )));
     }
     let mode = match string(top, "mode", diags).as_deref() {
         None | Some("") | Some("auto") => XhttpMode::Auto,
@@ -111,15 +114,21 @@ pub fn xhttp_plan(value: &Value, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Opti
     for key in obj.keys() {
         if let Some((_, default)) = NOT_YET.iter().find(|(k, _)| k == key) {
             let v = &obj[key];
-            let is_default = v.is_null() || default.is_some_and(|d| v.to_string().eq_ignore_ascii_case(d));
+            let is_default =
+                v.is_null() || default.is_some_and(|d| v.to_string().eq_ignore_ascii_case(d));
             if !is_default {
                 diags.push(oloc.key(key).error(format!(
                     "XHTTP `{key}` is not supported by this version of skiff yet"
                 )));
             }
         } else if !KNOWN.contains(&key.as_str()) {
-            diags.push(oloc.key(key).warning(format!("unknown key `{key}` is ignored")));
-        } else if !std::ptr::eq(obj, top) && matches!(key.as_str(), "host" | "path" | "mode" | "extra") {
+            diags.push(
+                oloc.key(key)
+                    .warning(format!("unknown key `{key}` is ignored")),
+            );
+        } else if !std::ptr::eq(obj, top)
+            && matches!(key.as_str(), "host" | "path" | "mode" | "extra")
+        {
             diags.push(oloc.key(key).warning(format!(
                 "`{key}` inside `extra` is ignored (Xray takes it from the top level)"
             )));
@@ -128,7 +137,10 @@ pub fn xhttp_plan(value: &Value, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Opti
     let headers = match obj.get("headers") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Object(h)) => header_list(Some(h), &oloc, diags, |_, name_loc, diags| {
-            diags.push(name_loc.error("\"headers\" can't contain \"host\" (use the `host` key, as in Xray)"));
+            diags.push(
+                name_loc
+                    .error("\"headers\" can't contain \"host\" (use the `host` key, as in Xray)"),
+            );
         }),
         Some(v) => {
             diags.push(oloc.key("headers").error(format!(
@@ -151,7 +163,11 @@ pub fn xhttp_plan(value: &Value, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Opti
     };
     let no_grpc_header = flag("noGRPCHeader", diags);
     let no_sse_header = flag("noSSEHeader", diags);
-    let range = |o: &Map<String, Value>, l: &Loc, key: &str, diags: &mut Vec<Diagnostic>| -> Option<(u32, u32)> {
+    let range = |o: &Map<String, Value>,
+                 l: &Loc,
+                 key: &str,
+                 diags: &mut Vec<Diagnostic>|
+     -> Option<(u32, u32)> {
         let v = o.get(key)?;
         match parse_range(v) {
             Ok(r) => r,
@@ -163,16 +179,25 @@ pub fn xhttp_plan(value: &Value, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Opti
     };
     let x_padding_bytes = match range(obj, &oloc, "xPaddingBytes", diags) {
         Some((from, to)) if from == 0 || to == 0 => {
-            diags.push(oloc.key("xPaddingBytes").error("xPaddingBytes cannot be disabled"));
+            diags.push(
+                oloc.key("xPaddingBytes")
+                    .error("xPaddingBytes cannot be disabled"),
+            );
             (100, 1000)
         }
         Some(r) => r,
         None => (100, 1000),
     };
     let or = |r: Option<(u32, u32)>, d: (u32, u32)| r.filter(|r| r.1 != 0).unwrap_or(d);
-    let sc_max_each_post_bytes = or(range(obj, &oloc, "scMaxEachPostBytes", diags), (1_000_000, 1_000_000));
+    let sc_max_each_post_bytes = or(
+        range(obj, &oloc, "scMaxEachPostBytes", diags),
+        (1_000_000, 1_000_000),
+    );
     if sc_max_each_post_bytes.0 == 0 {
-        diags.push(oloc.key("scMaxEachPostBytes").error("`scMaxEachPostBytes` should be bigger than 0"));
+        diags.push(
+            oloc.key("scMaxEachPostBytes")
+                .error("`scMaxEachPostBytes` should be bigger than 0"),
+        );
     }
     let sc_min_posts_interval_ms = or(range(obj, &oloc, "scMinPostsIntervalMs", diags), (30, 30));
     let sc_stream_up_server_secs = or(range(obj, &oloc, "scStreamUpServerSecs", diags), (20, 80));
@@ -231,10 +256,18 @@ fn xmux_plan(
         "hKeepAlivePeriod",
     ];
     for key in x.keys().filter(|k| !KEYS.contains(&k.as_str())) {
-        diags.push(loc.key(key).warning(format!("unknown key `{key}` is ignored")));
+        diags.push(
+            loc.key(key)
+                .warning(format!("unknown key `{key}` is ignored")),
+        );
     }
-    if x.get("hKeepAlivePeriod").is_some_and(|v| v.as_i64() != Some(0)) {
-        diags.push(loc.key("hKeepAlivePeriod").error("xmux `hKeepAlivePeriod` is not supported by this version of skiff yet"));
+    if x.get("hKeepAlivePeriod")
+        .is_some_and(|v| v.as_i64() != Some(0))
+    {
+        diags.push(
+            loc.key("hKeepAlivePeriod")
+                .error("xmux `hKeepAlivePeriod` is not supported by this version of skiff yet"),
+        );
     }
     let get = |key: &str, diags: &mut Vec<Diagnostic>| range(x, loc, key, diags).unwrap_or((0, 0));
     let plan = XmuxPlan {
@@ -257,11 +290,15 @@ fn xmux_plan(
 /// Xray's `Int32Range`: a number, or a string `"n"` / `"from-to"` (swapped when reversed);
 /// negative values are refused here (Xray only uses them as sentinels elsewhere).
 pub fn parse_range(v: &Value) -> Result<Option<(u32, u32)>, String> {
-    let bad = || format!("invalid integer range {v}, expected a non-negative integer or \"from-to\"");
+    let bad =
+        || format!("invalid integer range {v}, expected a non-negative integer or \"from-to\"");
     let (a, b) = match v {
         Value::Null => return Ok(None),
         Value::Number(n) => {
-            let n = n.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(bad)?;
+            let n = n
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(bad)?;
             (n, n)
         }
         Value::String(s) if s.trim().is_empty() => (0, 0),
@@ -328,7 +365,13 @@ mod tests {
         }));
         assert!(p.is_none());
         let text = format!("{d:?}");
-        for needle in ["unsupported mode", "downloadSettings", "sessionIDPlacement", "maxConnections cannot", "can't contain"] {
+        for needle in [
+            "unsupported mode",
+            "downloadSettings",
+            "sessionIDPlacement",
+            "maxConnections cannot",
+            "can't contain",
+        ] {
             assert!(text.contains(needle), "{needle} missing from {text}");
         }
         let (p, d) = build(serde_json::json!({ "xPaddingBytes": 0 }));

@@ -48,7 +48,11 @@ impl ChunkedDecoder {
 
     /// Consumes from `input` and returns the next piece of body data (at most `max` bytes), or
     /// None when `input` holds no more data yet (or the body is done).
-    pub fn decode(&mut self, input: &mut BytesMut, max: usize) -> Result<Option<Bytes>, ChunkedError> {
+    pub fn decode(
+        &mut self,
+        input: &mut BytesMut,
+        max: usize,
+    ) -> Result<Option<Bytes>, ChunkedError> {
         loop {
             match self.state {
                 State::Done => return Ok(None),
@@ -126,8 +130,14 @@ fn take_line(input: &mut BytesMut) -> Result<Option<Vec<u8>>, ChunkedError> {
 }
 
 fn trim(b: &[u8]) -> &[u8] {
-    let start = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
-    let end = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(start, |e| e + 1);
+    let start = b
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(b.len());
+    let end = b
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
     &b[start..end.max(start)]
 }
 
@@ -153,7 +163,10 @@ mod tests {
         let mut d = ChunkedDecoder::new();
         let mut input = BytesMut::new();
         let mut out = Vec::new();
-        for part in [&wire[..split.min(wire.len())], &wire[split.min(wire.len())..]] {
+        for part in [
+            &wire[..split.min(wire.len())],
+            &wire[split.min(wire.len())..],
+        ] {
             input.extend_from_slice(part);
             while let Some(data) = d.decode(&mut input, 7)? {
                 out.extend_from_slice(&data);
@@ -165,7 +178,10 @@ mod tests {
     #[test]
     fn decodes_go_style_body() {
         let wire = b"5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nX-T: 1\r\n\r\n";
-        assert_eq!(decode_all(wire, 9).unwrap(), (b"hello world".to_vec(), true));
+        assert_eq!(
+            decode_all(wire, 9).unwrap(),
+            (b"hello world".to_vec(), true)
+        );
         assert!(decode_all(b"zz\r\n", 4).is_err());
         assert!(decode_all(b"2\r\nabc\r\n", 8).is_err());
         assert!(decode_all(&[b'1'; 2000], 2000).is_err());

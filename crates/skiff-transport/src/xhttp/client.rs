@@ -44,7 +44,13 @@ impl XhttpDialer {
     /// `host`: the `host` setting, else the TLS server name, else the server address;
     /// `http2`: TLS that may negotiate h2 (Xray's choice: no TLS, or ALPN exactly
     /// `http/1.1`, is HTTP/1.1).
-    pub fn new(lower: Arc<dyn Dialer>, opts: XhttpOptions, host: String, tls: bool, http2: bool) -> Self {
+    pub fn new(
+        lower: Arc<dyn Dialer>,
+        opts: XhttpOptions,
+        host: String,
+        tls: bool,
+        http2: bool,
+    ) -> Self {
         XhttpDialer {
             lower,
             opts: Arc::new(opts),
@@ -111,14 +117,29 @@ fn session_id() -> String {
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
 }
 
 impl Dialer for XhttpDialer {
-    fn dial<'a>(&'a self, server: &'a Address, meta: &'a Metadata) -> BoxFuture<'a, io::Result<BoxStream>> {
+    fn dial<'a>(
+        &'a self,
+        server: &'a Address,
+        meta: &'a Metadata,
+    ) -> BoxFuture<'a, io::Result<BoxStream>> {
         Box::pin(async move {
             let mode = self.mode();
-            let session = if mode == Mode::StreamOne { String::new() } else { session_id() };
+            let session = if mode == Mode::StreamOne {
+                String::new()
+            } else {
+                session_id()
+            };
             debug!(?mode, http2 = self.http2, host = %self.host, "xhttp dialing");
             let tunnel = if self.http2 {
                 self.dial_h2(server, meta, mode, &session).await?
@@ -129,7 +150,10 @@ impl Dialer for XhttpDialer {
         })
     }
 
-    fn bind_via<'a>(&'a self, meta: &'a Metadata) -> BoxFuture<'a, io::Result<Option<BoxPacketConn>>> {
+    fn bind_via<'a>(
+        &'a self,
+        meta: &'a Metadata,
+    ) -> BoxFuture<'a, io::Result<Option<BoxPacketConn>>> {
         self.lower.bind_via(meta)
     }
 
@@ -141,7 +165,13 @@ impl Dialer for XhttpDialer {
 // ---- HTTP/1.1 ----
 
 impl XhttpDialer {
-    fn h1_head(&self, method: &str, target: &str, headers: &[(String, String)], body: H1BodyHead) -> Vec<u8> {
+    fn h1_head(
+        &self,
+        method: &str,
+        target: &str,
+        headers: &[(String, String)],
+        body: H1BodyHead,
+    ) -> Vec<u8> {
         let mut out = format!("{method} {target} HTTP/1.1\r\nHost: {}\r\n", self.host);
         for (n, v) in headers {
             out.push_str(&format!("{n}: {v}\r\n"));
@@ -177,7 +207,11 @@ impl XhttpDialer {
             method,
             target,
             &headers,
-            if with_body { H1BodyHead::Chunked } else { H1BodyHead::None },
+            if with_body {
+                H1BodyHead::Chunked
+            } else {
+                H1BodyHead::None
+            },
         );
         wr.write_all(&head).await?;
         wr.flush().await?;
@@ -194,7 +228,13 @@ impl XhttpDialer {
         Ok((reader, writer))
     }
 
-    async fn dial_h1(&self, server: &Address, meta: &Metadata, mode: Mode, session: &str) -> io::Result<Tunnel> {
+    async fn dial_h1(
+        &self,
+        server: &Address,
+        meta: &Metadata,
+        mode: Mode,
+        session: &str,
+    ) -> io::Result<Tunnel> {
         match mode {
             Mode::StreamOne => {
                 let (reader, writer) = self
@@ -203,12 +243,39 @@ impl XhttpDialer {
                 Ok(Tunnel::new(reader, writer.expect("stream-one has a body")))
             }
             Mode::StreamUp => {
-                let (reader, _) = self.h1_stream(server, meta, "GET", &self.target(session, None), false, true).await?;
-                let (_, writer) = self.h1_stream(server, meta, "POST", &self.target(session, None), true, false).await?;
+                let (reader, _) = self
+                    .h1_stream(
+                        server,
+                        meta,
+                        "GET",
+                        &self.target(session, None),
+                        false,
+                        true,
+                    )
+                    .await?;
+                let (_, writer) = self
+                    .h1_stream(
+                        server,
+                        meta,
+                        "POST",
+                        &self.target(session, None),
+                        true,
+                        false,
+                    )
+                    .await?;
                 Ok(Tunnel::new(reader, writer.expect("stream-up has a body")))
             }
             Mode::PacketUp | Mode::Auto => {
-                let (reader, _) = self.h1_stream(server, meta, "GET", &self.target(session, None), false, true).await?;
+                let (reader, _) = self
+                    .h1_stream(
+                        server,
+                        meta,
+                        "GET",
+                        &self.target(session, None),
+                        false,
+                        true,
+                    )
+                    .await?;
                 let (writer, shared) = packet_writer(&self.opts);
                 let this = H1Uploader {
                     dialer: self.clone_for_upload(),
@@ -244,16 +311,24 @@ enum H1BodyHead {
 /// Reads a response head; a 200 gives its body as a reader.
 async fn read_response<R: AsyncRead + Unpin + Send + 'static>(mut rd: R) -> io::Result<BoxRead> {
     let mut buf = BytesMut::new();
-    let head = tokio::time::timeout(RESPONSE_WAIT, h1::read_head(&mut rd, &mut buf, h1::parse_response))
-        .await
-        .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))??
-        .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+    let head = tokio::time::timeout(
+        RESPONSE_WAIT,
+        h1::read_head(&mut rd, &mut buf, h1::parse_response),
+    )
+    .await
+    .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))??
+    .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
     if head.status != 200 {
-        return Err(io::Error::other(format!("xhttp server answered {}", head.status)));
+        return Err(io::Error::other(format!(
+            "xhttp server answered {}",
+            head.status
+        )));
     }
     let kind = match head.body_kind()? {
         // A streaming response without a length runs to the connection's end.
-        h1::BodyKind::Length(0) if head.header("content-length").is_none() => h1::BodyKind::Length(u64::MAX),
+        h1::BodyKind::Length(0) if head.header("content-length").is_none() => {
+            h1::BodyKind::Length(u64::MAX)
+        }
         k => k,
     };
     Ok(Box::pin(EofAtEnd(Body::new(rd, buf, kind))))
@@ -263,7 +338,11 @@ async fn read_response<R: AsyncRead + Unpin + Send + 'static>(mut rd: R) -> io::
 struct EofAtEnd<R>(Body<R>);
 
 impl<R: AsyncRead + Unpin> AsyncRead for EofAtEnd<R> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut tokio::io::ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         match Pin::new(&mut self.0).poll_read(cx, buf) {
             Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::UnexpectedEof => Poll::Ready(Ok(())),
             other => other,
@@ -283,19 +362,30 @@ impl PostPacket for H1Uploader {
     fn post<'a>(&'a mut self, seq: u64, data: Bytes) -> BoxFuture<'a, io::Result<()>> {
         Box::pin(async move {
             let target = self.dialer.target(&self.session, Some(seq));
-            let mut req = self.dialer.h1_head("POST", &target, &self.dialer.headers(false), H1BodyHead::Length(data.len()));
+            let mut req = self.dialer.h1_head(
+                "POST",
+                &target,
+                &self.dialer.headers(false),
+                H1BodyHead::Length(data.len()),
+            );
             req.extend_from_slice(&data);
             for attempt in 0..2 {
                 let (mut io, mut buf) = match self.conn.take() {
                     Some(c) => c,
-                    None => (self.dialer.lower.dial(&self.server, &self.meta).await?, BytesMut::new()),
+                    None => (
+                        self.dialer.lower.dial(&self.server, &self.meta).await?,
+                        BytesMut::new(),
+                    ),
                 };
                 if io.write_all(&req).await.is_err() && attempt == 0 {
                     continue;
                 }
-                let head = tokio::time::timeout(RESPONSE_WAIT, h1::read_head(&mut io, &mut buf, h1::parse_response))
-                    .await
-                    .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))?;
+                let head = tokio::time::timeout(
+                    RESPONSE_WAIT,
+                    h1::read_head(&mut io, &mut buf, h1::parse_response),
+                )
+                .await
+                .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))?;
                 let head = match head {
                     Ok(Some(h)) => h,
                     _ if attempt == 0 => continue,
@@ -306,9 +396,14 @@ impl PostPacket for H1Uploader {
                 tokio::io::copy(&mut (&mut body).take(1 << 16), &mut tokio::io::sink()).await?;
                 let buf = body.into_buf();
                 if head.status != 200 {
-                    return Err(io::Error::other(format!("xhttp upload answered {}", head.status)));
+                    return Err(io::Error::other(format!(
+                        "xhttp upload answered {}",
+                        head.status
+                    )));
                 }
-                let close = head.header("connection").is_some_and(|c| c.eq_ignore_ascii_case("close"));
+                let close = head
+                    .header("connection")
+                    .is_some_and(|c| c.eq_ignore_ascii_case("close"));
                 if !close {
                     self.conn = Some((io, buf));
                 }
@@ -357,7 +452,12 @@ fn packet_writer(opts: &XhttpOptions) -> (PacketWriter, Arc<UploadShared>) {
         data_ready: Notify::new(),
         cap,
     });
-    (PacketWriter { shared: shared.clone() }, shared)
+    (
+        PacketWriter {
+            shared: shared.clone(),
+        },
+        shared,
+    )
 }
 
 impl UploadShared {
@@ -367,10 +467,17 @@ impl UploadShared {
 }
 
 impl AsyncWrite for PacketWriter {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         let mut st = self.shared.lock();
         if st.failed {
-            return Poll::Ready(Err(io::Error::new(io::ErrorKind::BrokenPipe, "xhttp upload failed")));
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "xhttp upload failed",
+            )));
         }
         if st.closed {
             return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()));
@@ -407,7 +514,11 @@ impl Drop for PacketWriter {
 
 /// Takes what the tunnel wrote, one post at a time, numbered from 0, no closer together than
 /// `scMinPostsIntervalMs`.
-async fn run_uploads(shared: Arc<UploadShared>, opts: Arc<XhttpOptions>, mut poster: Box<dyn PostPacket>) {
+async fn run_uploads(
+    shared: Arc<UploadShared>,
+    opts: Arc<XhttpOptions>,
+    mut poster: Box<dyn PostPacket>,
+) {
     let mut seq = 0u64;
     let mut last: Option<Instant> = None;
     loop {
@@ -420,7 +531,9 @@ async fn run_uploads(shared: Arc<UploadShared>, opts: Arc<XhttpOptions>, mut pos
                 if st.closed {
                     break None;
                 }
-                st.writer.take().map(Waker::wake);
+                if let Some(w) = st.writer.take() {
+                    w.wake();
+                }
             }
             shared.data_ready.notified().await;
         };
@@ -438,7 +551,9 @@ async fn run_uploads(shared: Arc<UploadShared>, opts: Arc<XhttpOptions>, mut pos
             let mut st = shared.lock();
             let n = st.buf.len().min(shared.cap);
             let chunk = st.buf.split_to(n).freeze();
-            st.writer.take().map(Waker::wake);
+            if let Some(w) = st.writer.take() {
+                w.wake();
+            }
             chunk
         };
         last = Some(Instant::now());
@@ -446,7 +561,9 @@ async fn run_uploads(shared: Arc<UploadShared>, opts: Arc<XhttpOptions>, mut pos
             debug!(seq, error = %e, "xhttp upload failed");
             let mut st = shared.lock();
             st.failed = true;
-            st.writer.take().map(Waker::wake);
+            if let Some(w) = st.writer.take() {
+                w.wake();
+            }
             return;
         }
         seq += 1;
@@ -526,18 +643,25 @@ impl XhttpDialer {
             pool.retain(|c| c.usable());
             let max_conn = x.max_connections.pick() as usize;
             let max_conc = x.max_concurrency.pick() as usize;
-            let room = |c: &Arc<H2Conn>| max_conc == 0 || c.running.load(Ordering::Relaxed) < max_conc;
+            let room =
+                |c: &Arc<H2Conn>| max_conc == 0 || c.running.load(Ordering::Relaxed) < max_conc;
             if max_conn > 0 && pool.len() < max_conn {
                 None
             } else {
-                pool.iter().filter(|c| room(c)).min_by_key(|c| c.running.load(Ordering::Relaxed)).cloned()
+                pool.iter()
+                    .filter(|c| room(c))
+                    .min_by_key(|c| c.running.load(Ordering::Relaxed))
+                    .cloned()
             }
         };
         let conn = match picked {
             Some(c) => c,
             None => {
                 let c = self.new_h2(server, meta).await?;
-                self.pool.lock().unwrap_or_else(|e| e.into_inner()).push(c.clone());
+                self.pool
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(c.clone());
                 c
             }
         };
@@ -546,7 +670,13 @@ impl XhttpDialer {
         Ok(Running(conn))
     }
 
-    fn h2_request(&self, method: &str, target: &str, streaming_body: bool, length: Option<usize>) -> io::Result<http::Request<()>> {
+    fn h2_request(
+        &self,
+        method: &str,
+        target: &str,
+        streaming_body: bool,
+        length: Option<usize>,
+    ) -> io::Result<http::Request<()>> {
         let uri = format!("{}://{}{}", self.scheme, self.host, target);
         let mut r = http::Request::builder().method(method).uri(uri);
         for (n, v) in self.headers(streaming_body) {
@@ -570,12 +700,21 @@ impl XhttpDialer {
         send.send_request(req, end).map_err(to_io)
     }
 
-    async fn dial_h2(&self, server: &Address, meta: &Metadata, mode: Mode, session: &str) -> io::Result<Tunnel> {
+    async fn dial_h2(
+        &self,
+        server: &Address,
+        meta: &Metadata,
+        mode: Mode,
+        session: &str,
+    ) -> io::Result<Tunnel> {
         let running = self.h2_conn(server, meta).await?;
         let conn = running.0.clone();
         let response_body = |resp: http::Response<h2::RecvStream>| -> io::Result<BoxRead> {
             if resp.status() != 200 {
-                return Err(io::Error::other(format!("xhttp server answered {}", resp.status())));
+                return Err(io::Error::other(format!(
+                    "xhttp server answered {}",
+                    resp.status()
+                )));
             }
             Ok(Box::pin(H2Reader::new(resp.into_body())))
         };
@@ -584,7 +723,8 @@ impl XhttpDialer {
                 let req = self.h2_request("POST", &self.target("", None), true, None)?;
                 let (resp, send) = Self::h2_send(&conn, req, false).await?;
                 let reader = LazyResponse::new(resp, response_body);
-                Ok(Tunnel::new(Box::pin(reader), Box::pin(H2Writer::new(send))).on_drop(move || drop(running)))
+                Ok(Tunnel::new(Box::pin(reader), Box::pin(H2Writer::new(send)))
+                    .on_drop(move || drop(running)))
             }
             Mode::StreamUp => {
                 let get = self.h2_request("GET", &self.target(session, None), false, None)?;
@@ -599,7 +739,8 @@ impl XhttpDialer {
                     }
                 });
                 let reader = LazyResponse::new(resp, response_body);
-                Ok(Tunnel::new(Box::pin(reader), Box::pin(H2Writer::new(send))).on_drop(move || drop(running)))
+                Ok(Tunnel::new(Box::pin(reader), Box::pin(H2Writer::new(send)))
+                    .on_drop(move || drop(running)))
             }
             Mode::PacketUp | Mode::Auto => {
                 let get = self.h2_request("GET", &self.target(session, None), false, None)?;
@@ -634,9 +775,16 @@ impl PostPacket for H2Uploader {
             if self.failed.load(Ordering::Relaxed) {
                 return Err(io::Error::other("an earlier upload failed"));
             }
-            let permit = self.in_flight.clone().acquire_owned().await.map_err(io::Error::other)?;
+            let permit = self
+                .in_flight
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(io::Error::other)?;
             let target = self.dialer.target(&self.session, Some(seq));
-            let req = self.dialer.h2_request("POST", &target, false, Some(data.len()))?;
+            let req = self
+                .dialer
+                .h2_request("POST", &target, false, Some(data.len()))?;
             let (resp, mut send) = XhttpDialer::h2_send(&self.conn, req, false).await?;
             send.send_data(data, true).map_err(to_io)?;
             let failed = self.failed.clone();
@@ -682,7 +830,11 @@ impl<F> AsyncRead for LazyResponse<F>
 where
     F: FnOnce(http::Response<h2::RecvStream>) -> io::Result<BoxRead> + Unpin,
 {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut tokio::io::ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         loop {
             match &mut this.state {
@@ -709,4 +861,3 @@ where
         }
     }
 }
-

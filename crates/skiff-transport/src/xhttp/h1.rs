@@ -85,7 +85,9 @@ pub fn parse_response(buf: &[u8]) -> io::Result<Option<(Head, usize)>> {
             },
             n,
         ))),
-        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => Err(bad("response head too large")),
+        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => {
+            Err(bad("response head too large"))
+        }
         Ok(httparse::Status::Partial) => Ok(None),
         Err(e) => Err(bad(&format!("bad response head: {e}"))),
     }
@@ -94,16 +96,24 @@ pub fn parse_response(buf: &[u8]) -> io::Result<Option<(Head, usize)>> {
 fn collect(headers: &[httparse::Header<'_>]) -> Vec<(String, String)> {
     headers
         .iter()
-        .map(|h| (h.name.to_owned(), String::from_utf8_lossy(h.value).into_owned()))
+        .map(|h| {
+            (
+                h.name.to_owned(),
+                String::from_utf8_lossy(h.value).into_owned(),
+            )
+        })
         .collect()
 }
+
+/// A head parser: [`parse_request`] or [`parse_response`].
+pub type ParseHead = fn(&[u8]) -> io::Result<Option<(Head, usize)>>;
 
 /// Reads from `io` into `buf` until `parse` finds a complete head; the head's bytes are
 /// removed from `buf`, what follows stays. None: the peer closed before a byte of a head.
 pub async fn read_head<R: AsyncRead + Unpin>(
     io: &mut R,
     buf: &mut BytesMut,
-    parse: fn(&[u8]) -> io::Result<Option<(Head, usize)>>,
+    parse: ParseHead,
 ) -> io::Result<Option<Head>> {
     loop {
         if !buf.is_empty()
@@ -279,7 +289,9 @@ pub fn response_head(status: u16, headers: &[(&str, String)]) -> Vec<u8> {
     for (name, value) in headers {
         out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
     }
-    out.extend_from_slice(format!("Date: {}\r\n", http_date(std::time::SystemTime::now())).as_bytes());
+    out.extend_from_slice(
+        format!("Date: {}\r\n", http_date(std::time::SystemTime::now())).as_bytes(),
+    );
     out.extend_from_slice(b"\r\n");
     out
 }
@@ -299,7 +311,9 @@ fn reason(status: u16) -> &'static str {
 
 /// `Sun, 06 Nov 1994 08:49:37 GMT` (RFC 9110's IMF-fixdate).
 pub fn http_date(t: std::time::SystemTime) -> String {
-    let secs = t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let secs = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][(days % 7) as usize];
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
@@ -312,8 +326,9 @@ pub fn http_date(t: std::time::SystemTime) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    let name = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        [(month - 1) as usize];
+    let name = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ][(month - 1) as usize];
     format!(
         "{weekday}, {day:02} {name} {year} {:02}:{:02}:{:02} GMT",
         rem / 3600,
@@ -343,7 +358,10 @@ mod tests {
         let wire = b"POST /x/s/0 HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabcGET /x/s HTTP/1.1\r\nHost: h\r\n\r\n";
         let mut io = &wire[..];
         let mut buf = BytesMut::new();
-        let head = read_head(&mut io, &mut buf, parse_request).await.unwrap().unwrap();
+        let head = read_head(&mut io, &mut buf, parse_request)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(head.method, "POST");
         let mut body = Body::new(&mut io, std::mem::take(&mut buf), head.body_kind().unwrap());
         let mut got = Vec::new();
@@ -357,7 +375,13 @@ mod tests {
         }
         assert_eq!(got, b"abc");
         let mut buf = body.into_buf();
-        let next = read_head(&mut io, &mut buf, parse_request).await.unwrap().unwrap();
-        assert_eq!((next.method.as_str(), next.target.as_str()), ("GET", "/x/s"));
+        let next = read_head(&mut io, &mut buf, parse_request)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (next.method.as_str(), next.target.as_str()),
+            ("GET", "/x/s")
+        );
     }
 }

@@ -120,7 +120,10 @@ impl Default for XhttpOptions {
             host: None,
             mode: Mode::Auto,
             headers: Vec::new(),
-            x_padding_bytes: Range { from: 100, to: 1000 },
+            x_padding_bytes: Range {
+                from: 100,
+                to: 1000,
+            },
             no_grpc_header: false,
             no_sse_header: false,
             sc_max_each_post_bytes: Range::fixed(1_000_000),

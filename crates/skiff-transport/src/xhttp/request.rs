@@ -113,7 +113,9 @@ pub fn route(req: &RequestParts<'_>, rules: &RequestRules) -> Result<Route, Refu
     // Xray (not in obfs mode): the padding rides in the Referer's query when there is a
     // Referer, else in the request's own query.
     let padding = match req.referer {
-        Some(r) if !r.is_empty() => r.split_once('?').and_then(|(_, q)| query_value(q, "x_padding")),
+        Some(r) if !r.is_empty() => r
+            .split_once('?')
+            .and_then(|(_, q)| query_value(q, "x_padding")),
         _ => query.and_then(|q| query_value(q, "x_padding")),
     }
     .unwrap_or("");
@@ -246,7 +248,10 @@ mod tests {
                 session: "abc".into()
             })
         );
-        assert_eq!(route(&parts("POST", "/x/", Some(&p)), &r), Ok(Route::StreamOne));
+        assert_eq!(
+            route(&parts("POST", "/x/", Some(&p)), &r),
+            Ok(Route::StreamOne)
+        );
     }
 
     #[test]
@@ -276,7 +281,10 @@ mod tests {
             Err(Refusal::Seq)
         );
         assert_eq!(
-            route(&parts("POST", "/x/s/99999999999999999999", Some(&p)), &rules(Mode::Auto)),
+            route(
+                &parts("POST", "/x/s/99999999999999999999", Some(&p)),
+                &rules(Mode::Auto)
+            ),
             Err(Refusal::Seq)
         );
         assert_eq!(
@@ -289,7 +297,10 @@ mod tests {
         );
         let mut r = rules(Mode::Auto);
         r.host = Some("example.com".into());
-        assert_eq!(route(&parts("GET", "/x/s", Some(&p)), &r), Err(Refusal::Host));
+        assert_eq!(
+            route(&parts("GET", "/x/s", Some(&p)), &r),
+            Err(Refusal::Host)
+        );
         let long = format!("/x/{}", "a".repeat(MAX_SESSION_ID_LEN + 1));
         assert_eq!(
             route(&parts("GET", &long, Some(&p)), &rules(Mode::Auto)),

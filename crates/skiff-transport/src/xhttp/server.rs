@@ -31,6 +31,9 @@ const IDLE: Duration = Duration::from_secs(120);
 const DISCARD_LIMIT: u64 = 256 * 1024;
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
+/// Response headers: names as written, values.
+type Headers = Vec<(&'static str, String)>;
+
 pub struct XhttpServer {
     inner: Arc<Inner>,
 }
@@ -101,7 +104,7 @@ impl MultiplexServer for XhttpServer {
 
 impl Inner {
     /// What the request is; a refusal is its status and headers.
-    fn route(&self, parts: &RequestParts<'_>) -> Result<Route, (u16, Vec<(&'static str, String)>)> {
+    fn route(&self, parts: &RequestParts<'_>) -> Result<Route, (u16, Headers)> {
         request::route(parts, &self.rules).map_err(|refusal| {
             debug!(method = parts.method, target = parts.target, reason = %refusal, "xhttp request refused");
             let headers = if refusal.after_common_headers() {
@@ -114,7 +117,7 @@ impl Inner {
     }
 
     /// Headers every answer carries, as Xray's `WriteResponseHeader` and padding write them.
-    fn common_headers(&self) -> Vec<(&'static str, String)> {
+    fn common_headers(&self) -> Headers {
         vec![
             ("Access-Control-Allow-Origin", "*".into()),
             ("X-Padding", padding(self.opts.x_padding_bytes)),
@@ -122,7 +125,7 @@ impl Inner {
     }
 
     /// Headers of a streaming response (download, stream-one).
-    fn stream_headers(&self) -> Vec<(&'static str, String)> {
+    fn stream_headers(&self) -> Headers {
         let mut h = self.common_headers();
         h.push(("X-Accel-Buffering", "no".into()));
         h.push(("Cache-Control", "no-store".into()));
@@ -147,7 +150,10 @@ impl Inner {
     ) -> Result<(), u16> {
         let max = self.max_post();
         if length.is_some_and(|n| n > max as u64) {
-            info!(session = session_id, seq, "xhttp upload larger than scMaxEachPostBytes; refused");
+            info!(
+                session = session_id,
+                seq, "xhttp upload larger than scMaxEachPostBytes; refused"
+            );
             return Err(413);
         }
         let session = self.sessions.upsert(session_id).map_err(|_| {
@@ -165,7 +171,10 @@ impl Inner {
             return Err(400);
         }
         if data.len() > max {
-            info!(session = session_id, seq, "xhttp upload larger than scMaxEachPostBytes; refused");
+            info!(
+                session = session_id,
+                seq, "xhttp upload larger than scMaxEachPostBytes; refused"
+            );
             return Err(413);
         }
         session.push(seq, Bytes::from(data)).map_err(|e| {
@@ -175,13 +184,23 @@ impl Inner {
     }
 
     /// The download of `session_id`: its reader, and what ends the session with the tunnel.
-    fn download(self: &Arc<Self>, session_id: &str) -> Result<(BoxRead, impl FnOnce() + Send + 'static), u16> {
+    fn download(
+        self: &Arc<Self>,
+        session_id: &str,
+    ) -> Result<(BoxRead, impl FnOnce() + Send + 'static), u16> {
         let session = self.sessions.upsert(session_id).map_err(|_| 503u16)?;
         if !session.mark_connected() {
-            info!(session = session_id, "xhttp session already has a download; refused");
+            info!(
+                session = session_id,
+                "xhttp session already has a download; refused"
+            );
             return Err(409);
         }
-        let (sessions, id, s) = (self.sessions.clone(), session_id.to_owned(), session.clone());
+        let (sessions, id, s) = (
+            self.sessions.clone(),
+            session_id.to_owned(),
+            session.clone(),
+        );
         Ok((
             Box::pin(SessionReader::new(session)) as BoxRead,
             move || sessions.remove(&id, &s),
@@ -231,9 +250,12 @@ impl AsyncRead for OnDrop {
 
 fn done_signal() -> (impl FnOnce() + Send + 'static, oneshot::Receiver<()>) {
     let (tx, rx) = oneshot::channel::<()>();
-    (move || {
-        let _ = tx.send(());
-    }, rx)
+    (
+        move || {
+            let _ = tx.send(());
+        },
+        rx,
+    )
 }
 
 async fn serve_h1(
@@ -245,15 +267,26 @@ async fn serve_h1(
 ) -> io::Result<()> {
     let mut io = stream;
     loop {
-        let head = match tokio::time::timeout(IDLE, h1::read_head(&mut io, &mut buf, h1::parse_request)).await {
-            Err(_) => return Ok(()),
-            Ok(Ok(None)) => return Ok(()),
-            Ok(Ok(Some(head))) => head,
-            Ok(Err(e)) => {
-                let _ = io.write_all(&h1::response_head(400, &[("Content-Length", "0".into()), ("Connection", "close".into())])).await;
-                return Err(e);
-            }
-        };
+        let head =
+            match tokio::time::timeout(IDLE, h1::read_head(&mut io, &mut buf, h1::parse_request))
+                .await
+            {
+                Err(_) => return Ok(()),
+                Ok(Ok(None)) => return Ok(()),
+                Ok(Ok(Some(head))) => head,
+                Ok(Err(e)) => {
+                    let _ = io
+                        .write_all(&h1::response_head(
+                            400,
+                            &[
+                                ("Content-Length", "0".into()),
+                                ("Connection", "close".into()),
+                            ],
+                        ))
+                        .await;
+                    return Err(e);
+                }
+            };
         let parts = RequestParts {
             method: &head.method,
             target: &head.target,
@@ -308,7 +341,10 @@ async fn serve_h1(
                         io.write_all(&h1::response_head(200, &h)).await?;
                     }
                     Err(status) => {
-                        let h = [("Content-Length", "0".to_string()), ("Connection", "close".into())];
+                        let h = [
+                            ("Content-Length", "0".to_string()),
+                            ("Connection", "close".into()),
+                        ];
                         io.write_all(&h1::response_head(status, &h)).await?;
                         return Ok(());
                     }
@@ -332,7 +368,10 @@ async fn serve_h1(
                 let ended = match inner.stream_up(&session, body) {
                     Ok(rx) => rx,
                     Err(status) => {
-                        let h = [("Content-Length", "0".to_string()), ("Connection", "close".into())];
+                        let h = [
+                            ("Content-Length", "0".to_string()),
+                            ("Connection", "close".into()),
+                        ];
                         wr.write_all(&h1::response_head(status, &h)).await?;
                         return Ok(());
                     }
@@ -364,7 +403,8 @@ async fn keep_alive_until<W: AsyncWrite + Unpin>(
     pad: bool,
 ) {
     loop {
-        let wait = Duration::from_secs(u64::from(inner.opts.sc_stream_up_server_secs.pick().max(1)));
+        let wait =
+            Duration::from_secs(u64::from(inner.opts.sc_stream_up_server_secs.pick().max(1)));
         tokio::select! {
             _ = &mut ended => return,
             _ = tokio::time::sleep(wait), if pad => {
@@ -380,7 +420,10 @@ async fn keep_alive_until<W: AsyncWrite + Unpin>(
 }
 
 async fn refuse_h1(io: &mut BoxStream, status: u16) -> io::Result<()> {
-    let h = [("Content-Length", "0".to_string()), ("Connection", "close".into())];
+    let h = [
+        ("Content-Length", "0".to_string()),
+        ("Connection", "close".into()),
+    ];
     io.write_all(&h1::response_head(status, &h)).await
 }
 
@@ -428,14 +471,17 @@ async fn serve_h2<T>(
 where
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let mut conn = tokio::time::timeout(IDLE, h2::server::Builder::new()
-        .initial_window_size(1 << 20)
-        .initial_connection_window_size(4 << 20)
-        .max_concurrent_streams(256)
-        .handshake::<_, Bytes>(io))
-        .await
-        .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))?
-        .map_err(super::h2io::to_io)?;
+    let mut conn = tokio::time::timeout(
+        IDLE,
+        h2::server::Builder::new()
+            .initial_window_size(1 << 20)
+            .initial_connection_window_size(4 << 20)
+            .max_concurrent_streams(256)
+            .handshake::<_, Bytes>(io),
+    )
+    .await
+    .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))?
+    .map_err(super::h2io::to_io)?;
     let active = Arc::new(AtomicUsize::new(0));
     loop {
         let next = match tokio::time::timeout(IDLE, conn.accept()).await {
@@ -445,7 +491,12 @@ where
             Ok(Some(next)) => next,
         };
         let (req, respond) = next.map_err(super::h2io::to_io)?;
-        let (inner, layer, tunnels, active) = (inner.clone(), layer.clone(), tunnels.clone(), active.clone());
+        let (inner, layer, tunnels, active) = (
+            inner.clone(),
+            layer.clone(),
+            tunnels.clone(),
+            active.clone(),
+        );
         active.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
             if let Err(e) = handle_h2(&inner, req, respond, layer, tunnels).await {
@@ -472,10 +523,21 @@ async fn handle_h2(
     tunnels: TunnelSink,
 ) -> io::Result<()> {
     let (head, body) = req.into_parts();
-    let target = head.uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
-    let host = head.uri.authority().map(|a| a.as_str().to_owned()).or_else(|| {
-        head.headers.get("host").and_then(|h| h.to_str().ok()).map(str::to_owned)
-    });
+    let target = head
+        .uri
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
+    let host = head
+        .uri
+        .authority()
+        .map(|a| a.as_str().to_owned())
+        .or_else(|| {
+            head.headers
+                .get("host")
+                .and_then(|h| h.to_str().ok())
+                .map(str::to_owned)
+        });
     let referer = head.headers.get("referer").and_then(|h| h.to_str().ok());
     let parts = RequestParts {
         method: head.method.as_str(),
@@ -493,13 +555,17 @@ async fn handle_h2(
     let route = match inner.route(&parts) {
         Ok(r) => r,
         Err((status, h)) => {
-            respond.send_response(h2_response(status, &h), true).map_err(to_io)?;
+            respond
+                .send_response(h2_response(status, &h), true)
+                .map_err(to_io)?;
             return Ok(());
         }
     };
     match route {
         Route::Options => {
-            respond.send_response(h2_response(200, &inner.common_headers()), true).map_err(to_io)?;
+            respond
+                .send_response(h2_response(200, &inner.common_headers()), true)
+                .map_err(to_io)?;
         }
         Route::Packet { session, seq } => {
             let mut reader = H2Reader::new(body);
@@ -509,10 +575,14 @@ async fn handle_h2(
                     if length == Some(0) {
                         h.push(("Cache-Control", "no-store".into()));
                     }
-                    respond.send_response(h2_response(200, &h), true).map_err(to_io)?;
+                    respond
+                        .send_response(h2_response(200, &h), true)
+                        .map_err(to_io)?;
                 }
                 Err(status) => {
-                    respond.send_response(h2_response(status, &[]), true).map_err(to_io)?;
+                    respond
+                        .send_response(h2_response(status, &[]), true)
+                        .map_err(to_io)?;
                 }
             }
         }
@@ -520,16 +590,22 @@ async fn handle_h2(
             let (reader, end) = match inner.download(&session) {
                 Ok(d) => d,
                 Err(status) => {
-                    respond.send_response(h2_response(status, &[]), true).map_err(to_io)?;
+                    respond
+                        .send_response(h2_response(status, &[]), true)
+                        .map_err(to_io)?;
                     return Ok(());
                 }
             };
-            let send = respond.send_response(h2_response(200, &inner.stream_headers()), false).map_err(to_io)?;
+            let send = respond
+                .send_response(h2_response(200, &inner.stream_headers()), false)
+                .map_err(to_io)?;
             let tunnel = Tunnel::new(reader, Box::pin(H2Writer::new(send))).on_drop(end);
             tunnels(Box::new(tunnel), layer);
         }
         Route::StreamOne => {
-            let send = respond.send_response(h2_response(200, &inner.stream_headers()), false).map_err(to_io)?;
+            let send = respond
+                .send_response(h2_response(200, &inner.stream_headers()), false)
+                .map_err(to_io)?;
             let tunnel = Tunnel::new(Box::pin(H2Reader::new(body)), Box::pin(H2Writer::new(send)));
             tunnels(Box::new(tunnel), layer);
         }
@@ -537,14 +613,18 @@ async fn handle_h2(
             let ended = match inner.stream_up(&session, Box::pin(H2Reader::new(body))) {
                 Ok(rx) => rx,
                 Err(status) => {
-                    respond.send_response(h2_response(status, &[]), true).map_err(to_io)?;
+                    respond
+                        .send_response(h2_response(status, &[]), true)
+                        .map_err(to_io)?;
                     return Ok(());
                 }
             };
             let mut h = inner.common_headers();
             h.push(("X-Accel-Buffering", "no".into()));
             h.push(("Cache-Control", "no-store".into()));
-            let send = respond.send_response(h2_response(200, &h), false).map_err(to_io)?;
+            let send = respond
+                .send_response(h2_response(200, &h), false)
+                .map_err(to_io)?;
             let mut writer = H2Writer::new(send);
             keep_alive_until(inner, &mut writer, ended, pad).await;
             let _ = writer.shutdown().await;

@@ -266,7 +266,10 @@ impl AsyncRead for SessionReader {
             if let Some(body) = st.stream_up.take() {
                 drop(st);
                 this.body = Some(body);
-                return this.body.as_mut().map_or(Poll::Ready(Ok(())), |b| b.as_mut().poll_read(cx, out));
+                return this
+                    .body
+                    .as_mut()
+                    .map_or(Poll::Ready(Ok(())), |b| b.as_mut().poll_read(cx, out));
             }
             match st.reorder.pop() {
                 Some(data) => {
