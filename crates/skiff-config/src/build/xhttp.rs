@@ -163,21 +163,7 @@ pub fn xhttp_plan(value: &Value, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Opti
     };
     let no_grpc_header = flag("noGRPCHeader", diags);
     let no_sse_header = flag("noSSEHeader", diags);
-    let range = |o: &Map<String, Value>,
-                 l: &Loc,
-                 key: &str,
-                 diags: &mut Vec<Diagnostic>|
-     -> Option<(u32, u32)> {
-        let v = o.get(key)?;
-        match parse_range(v) {
-            Ok(r) => r,
-            Err(e) => {
-                diags.push(l.key(key).error(e));
-                None
-            }
-        }
-    };
-    let x_padding_bytes = match range(obj, &oloc, "xPaddingBytes", diags) {
+    let x_padding_bytes = match range_key(obj, &oloc, "xPaddingBytes", diags) {
         Some((from, to)) if from == 0 || to == 0 => {
             diags.push(
                 oloc.key("xPaddingBytes")
@@ -190,7 +176,7 @@ pub fn xhttp_plan(value: &Value, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Opti
     };
     let or = |r: Option<(u32, u32)>, d: (u32, u32)| r.filter(|r| r.1 != 0).unwrap_or(d);
     let sc_max_each_post_bytes = or(
-        range(obj, &oloc, "scMaxEachPostBytes", diags),
+        range_key(obj, &oloc, "scMaxEachPostBytes", diags),
         (1_000_000, 1_000_000),
     );
     if sc_max_each_post_bytes.0 == 0 {
@@ -199,8 +185,14 @@ pub fn xhttp_plan(value: &Value, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Opti
                 .error("`scMaxEachPostBytes` should be bigger than 0"),
         );
     }
-    let sc_min_posts_interval_ms = or(range(obj, &oloc, "scMinPostsIntervalMs", diags), (30, 30));
-    let sc_stream_up_server_secs = or(range(obj, &oloc, "scStreamUpServerSecs", diags), (20, 80));
+    let sc_min_posts_interval_ms = or(
+        range_key(obj, &oloc, "scMinPostsIntervalMs", diags),
+        (30, 30),
+    );
+    let sc_stream_up_server_secs = or(
+        range_key(obj, &oloc, "scStreamUpServerSecs", diags),
+        (20, 80),
+    );
     let sc_max_buffered_posts = match obj.get("scMaxBufferedPosts") {
         None | Some(Value::Null) => 30,
         Some(v) => match v.as_i64() {
@@ -216,7 +208,7 @@ pub fn xhttp_plan(value: &Value, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Opti
     };
     let xmux = match obj.get("xmux") {
         None | Some(Value::Null) => XmuxPlan::default(),
-        Some(Value::Object(x)) => xmux_plan(x, &oloc.key("xmux"), diags, &range),
+        Some(Value::Object(x)) => xmux_plan(x, &oloc.key("xmux"), diags),
         Some(v) => {
             diags.push(oloc.key("xmux").error(format!(
                 "invalid type: {}, expected an object",
@@ -241,12 +233,7 @@ pub fn xhttp_plan(value: &Value, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Opti
     })
 }
 
-fn xmux_plan(
-    x: &Map<String, Value>,
-    loc: &Loc,
-    diags: &mut Vec<Diagnostic>,
-    range: &dyn Fn(&Map<String, Value>, &Loc, &str, &mut Vec<Diagnostic>) -> Option<(u32, u32)>,
-) -> XmuxPlan {
+fn xmux_plan(x: &Map<String, Value>, loc: &Loc, diags: &mut Vec<Diagnostic>) -> XmuxPlan {
     const KEYS: &[&str] = &[
         "maxConcurrency",
         "maxConnections",
@@ -269,7 +256,8 @@ fn xmux_plan(
                 .error("xmux `hKeepAlivePeriod` is not supported by this version of skiff yet"),
         );
     }
-    let get = |key: &str, diags: &mut Vec<Diagnostic>| range(x, loc, key, diags).unwrap_or((0, 0));
+    let get =
+        |key: &str, diags: &mut Vec<Diagnostic>| range_key(x, loc, key, diags).unwrap_or((0, 0));
     let plan = XmuxPlan {
         max_concurrency: get("maxConcurrency", diags),
         max_connections: get("maxConnections", diags),
@@ -285,6 +273,22 @@ fn xmux_plan(
         return XmuxPlan::default();
     }
     plan
+}
+
+/// The range under `key` of `obj`, if present; an error (at its path) if malformed.
+fn range_key(
+    obj: &Map<String, Value>,
+    loc: &Loc,
+    key: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<(u32, u32)> {
+    match parse_range(obj.get(key)?) {
+        Ok(r) => r,
+        Err(e) => {
+            diags.push(loc.key(key).error(e));
+            None
+        }
+    }
 }
 
 /// Xray's `Int32Range`: a number, or a string `"n"` / `"from-to"` (swapped when reversed);
