@@ -16,7 +16,7 @@ use tracing::{debug, info};
 use super::h1::{self, Body, BodyKind, ChunkedWriter};
 use super::h2io::{H2Reader, H2Writer};
 use super::request::{self, RequestParts, RequestRules, Route};
-use super::session::{SessionReader, Sessions};
+use super::session::{Session, SessionReader, Sessions};
 use super::tunnel::{BoxRead, Tunnel};
 use super::{XhttpOptions, padding};
 
@@ -183,11 +183,12 @@ impl Inner {
         })
     }
 
-    /// The download of `session_id`: its reader, and what ends the session with the tunnel.
+    /// The download of `session_id`: its reader, what ends the session with the tunnel, and
+    /// the session.
     fn download(
         self: &Arc<Self>,
         session_id: &str,
-    ) -> Result<(BoxRead, impl FnOnce() + Send + 'static), u16> {
+    ) -> Result<(BoxRead, impl FnOnce() + Send + 'static, Arc<Session>), u16> {
         let session = self.sessions.upsert(session_id).map_err(|_| 503u16)?;
         if !session.mark_connected() {
             info!(
@@ -202,8 +203,9 @@ impl Inner {
             session.clone(),
         );
         Ok((
-            Box::pin(SessionReader::new(session)) as BoxRead,
+            Box::pin(SessionReader::new(session.clone())) as BoxRead,
             move || sessions.remove(&id, &s),
+            session,
         ))
     }
 
@@ -351,16 +353,30 @@ async fn serve_h1(
                 }
             }
             Route::Download { session } => {
-                let (reader, end) = match inner.download(&session) {
+                let (reader, end, session) = match inner.download(&session) {
                     Ok(d) => d,
                     Err(status) => return refuse_h1(&mut io, status).await,
                 };
-                return stream_h1(&inner, io, reader, layer, tunnels, end).await;
+                let (mut rd, wr) = tokio::io::split(io);
+                let mut done = stream_h1_split(&inner, wr, reader, layer, tunnels, end).await?;
+                // The client closing the download's connection ends the session, and with it
+                // the tunnel's upload (a packet-up client has no other way to say it is gone).
+                let mut byte = [0u8; 1];
+                tokio::select! {
+                    _ = &mut done => {}
+                    _ = rd.read(&mut byte) => {
+                        session.close();
+                        let _ = done.await;
+                    }
+                }
+                return Ok(());
             }
             Route::StreamOne => {
                 let (rd, wr) = tokio::io::split(io);
                 let reader: BoxRead = Box::pin(Body::new(rd, buf, kind));
-                return stream_h1_split(&inner, wr, reader, layer, tunnels, || {}).await;
+                let done = stream_h1_split(&inner, wr, reader, layer, tunnels, || {}).await?;
+                let _ = done.await;
+                return Ok(());
             }
             Route::StreamUp { session } => {
                 let (rd, mut wr) = tokio::io::split(io);
@@ -427,20 +443,8 @@ async fn refuse_h1(io: &mut BoxStream, status: u16) -> io::Result<()> {
     io.write_all(&h1::response_head(status, &h)).await
 }
 
-async fn stream_h1(
-    inner: &Inner,
-    io: BoxStream,
-    reader: BoxRead,
-    layer: LayerSession,
-    tunnels: TunnelSink,
-    end: impl FnOnce() + Send + 'static,
-) -> io::Result<()> {
-    let (_rd, wr) = tokio::io::split(io);
-    stream_h1_split(inner, wr, reader, layer, tunnels, end).await
-}
-
-/// Answers 200 with a chunked streaming body and hands the tunnel over; returns when the
-/// tunnel is dropped.
+/// Answers 200 with a chunked streaming body and hands the tunnel over; the receiver fires
+/// when the tunnel is dropped.
 async fn stream_h1_split<W: AsyncWrite + Send + Unpin + 'static>(
     inner: &Inner,
     mut wr: W,
@@ -448,7 +452,7 @@ async fn stream_h1_split<W: AsyncWrite + Send + Unpin + 'static>(
     layer: LayerSession,
     tunnels: TunnelSink,
     end: impl FnOnce() + Send + 'static,
-) -> io::Result<()> {
+) -> io::Result<oneshot::Receiver<()>> {
     let mut h = inner.stream_headers();
     h.push(("Transfer-Encoding", "chunked".into()));
     wr.write_all(&h1::response_head(200, &h)).await?;
@@ -458,8 +462,7 @@ async fn stream_h1_split<W: AsyncWrite + Send + Unpin + 'static>(
         .on_drop(end)
         .on_drop(signal);
     tunnels(Box::new(tunnel), layer);
-    let _ = done.await;
-    Ok(())
+    Ok(done)
 }
 
 async fn serve_h2<T>(
@@ -587,7 +590,7 @@ async fn handle_h2(
             }
         }
         Route::Download { session } => {
-            let (reader, end) = match inner.download(&session) {
+            let (reader, end, _) = match inner.download(&session) {
                 Ok(d) => d,
                 Err(status) => {
                     respond
