@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -16,12 +17,20 @@ use tokio::sync::Notify;
 use super::reorder::{Admission, PushError, Reorder};
 use super::tunnel::BoxRead;
 
+/// Bytes all sessions of an inbound may hold for packets that wait for an earlier one. Past
+/// it, only the packet a session's reader expects next is taken; the others wait (and time
+/// out), so a client flooding out-of-order posts across many sessions cannot grow memory
+/// beyond this plus one post per session.
+pub const REORDER_BUDGET: usize = 256 << 20;
+
 /// How long a session waits for its download request.
 pub const UNCONNECTED_TTL: Duration = Duration::from_secs(30);
 
 /// The sessions of one inbound.
 pub struct Sessions {
     map: Mutex<HashMap<String, Arc<Session>>>,
+    /// Bytes buffered in every session's reassembly, against [`REORDER_BUDGET`].
+    buffered: Arc<AtomicUsize>,
     window: usize,
     max_sessions: usize,
 }
@@ -37,6 +46,7 @@ impl Sessions {
     pub fn new(window: usize, max_sessions: usize) -> Arc<Self> {
         Arc::new(Sessions {
             map: Mutex::new(HashMap::new()),
+            buffered: Arc::new(AtomicUsize::new(0)),
             window,
             max_sessions,
         })
@@ -59,9 +69,11 @@ impl Sessions {
                 closed: false,
                 waiting: 0,
                 max_waiting: self.window.max(1),
+                held: 0,
                 reader: None,
             }),
             window_moved: Notify::new(),
+            budget: self.buffered.clone(),
         });
         map.insert(id.to_owned(), session.clone());
         drop(map);
@@ -101,6 +113,8 @@ pub struct Session {
     state: Mutex<State>,
     /// Wakes uploads waiting for the window to move (and for the session's end).
     window_moved: Notify,
+    /// The inbound's count of buffered bytes.
+    budget: Arc<AtomicUsize>,
 }
 
 struct State {
@@ -113,6 +127,8 @@ struct State {
     /// request open, not its body, which stays unread until admitted).
     waiting: usize,
     max_waiting: usize,
+    /// Bytes this session holds in `reorder` (given back to the budget when it goes).
+    held: usize,
     reader: Option<Waker>,
 }
 
@@ -162,8 +178,18 @@ impl Session {
                 if st.stream_up.is_some() {
                     break Err(UploadError::Conflict);
                 }
+                let over_budget = seq != st.reorder.next()
+                    && self.budget.load(Ordering::Relaxed) >= REORDER_BUDGET;
                 match st.reorder.admit(seq) {
-                    Admission::Accept => break Ok(()),
+                    Admission::Accept if !over_budget => break Ok(()),
+                    Admission::Accept if !counted => {
+                        if st.waiting >= st.max_waiting {
+                            break Err(UploadError::TooManyWaiting);
+                        }
+                        st.waiting += 1;
+                        counted = true;
+                    }
+                    Admission::Accept => {}
                     Admission::Refuse(e) => break Err(UploadError::Push(e)),
                     Admission::Wait if !counted => {
                         if st.waiting >= st.max_waiting {
@@ -191,7 +217,10 @@ impl Session {
         if st.closed {
             return Err(UploadError::Closed);
         }
+        let len = data.len();
         st.reorder.push(seq, data).map_err(UploadError::Push)?;
+        st.held += len;
+        self.budget.fetch_add(len, Ordering::Relaxed);
         if let Some(w) = st.reader.take() {
             w.wake();
         }
@@ -225,6 +254,10 @@ impl Session {
     pub fn close(&self) {
         let mut st = self.lock();
         st.closed = true;
+        // What it held is dropped: its reader (if any) sees the end.
+        self.budget
+            .fetch_sub(std::mem::take(&mut st.held), Ordering::Relaxed);
+        st.reorder = Reorder::new(1);
         st.stream_up = None;
         if let Some(w) = st.reader.take() {
             w.wake();
@@ -273,6 +306,8 @@ impl AsyncRead for SessionReader {
             }
             match st.reorder.pop() {
                 Some(data) => {
+                    st.held = st.held.saturating_sub(data.len());
+                    this.session.budget.fetch_sub(data.len(), Ordering::Relaxed);
                     drop(st);
                     this.session.window_moved.notify_waiters();
                     this.pending = data;
@@ -287,5 +322,58 @@ impl AsyncRead for SessionReader {
         let n = this.pending.len().min(out.remaining());
         out.put_slice(&this.pending.split_to(n));
         Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    #[tokio::test]
+    async fn packets_read_in_order_and_the_budget_comes_back() {
+        let sessions = Sessions::new(4, 8);
+        let s = sessions.upsert("a").unwrap();
+        for seq in [2u64, 0, 1] {
+            s.wait_admission(seq, Duration::from_secs(1)).await.unwrap();
+            s.push(seq, Bytes::from(vec![b'a' + seq as u8; 3])).unwrap();
+        }
+        assert_eq!(s.budget.load(Ordering::Relaxed), 9);
+        let mut reader = SessionReader::new(s.clone());
+        let mut got = [0u8; 9];
+        reader.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"aaabbbccc");
+        assert_eq!(s.budget.load(Ordering::Relaxed), 0);
+        assert_eq!(
+            s.wait_admission(1, Duration::from_secs(1)).await,
+            Err(UploadError::Push(PushError::Duplicate(1)))
+        );
+        s.push(5, Bytes::from_static(b"zz")).unwrap();
+        sessions.remove("a", &s);
+        assert_eq!(s.budget.load(Ordering::Relaxed), 0);
+        let mut rest = Vec::new();
+        reader.read_to_end(&mut rest).await.unwrap();
+        assert!(rest.is_empty(), "a closed session reads as ended");
+        assert!(sessions.is_empty());
+    }
+
+    #[tokio::test]
+    async fn waiting_uploads_are_bounded_and_time_out() {
+        let sessions = Sessions::new(2, 8);
+        let s = sessions.upsert("b").unwrap();
+        // 2 and 3 are past the window of 2 (0, 1): they wait; a third waiter is refused.
+        let (s2, s3) = (s.clone(), s.clone());
+        let w2 =
+            tokio::spawn(async move { s2.wait_admission(2, Duration::from_millis(300)).await });
+        let w3 =
+            tokio::spawn(async move { s3.wait_admission(3, Duration::from_millis(300)).await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(
+            s.wait_admission(4, Duration::from_millis(300)).await,
+            Err(UploadError::TooManyWaiting)
+        );
+        assert_eq!(w2.await.unwrap(), Err(UploadError::WindowTimeout));
+        assert_eq!(w3.await.unwrap(), Err(UploadError::WindowTimeout));
+        assert_eq!(sessions.upsert("c").map(|_| ()), Ok(()));
     }
 }
