@@ -197,7 +197,7 @@ impl XhttpDialer {
         wait_response: bool,
     ) -> io::Result<(BoxRead, Option<BoxWrite>)> {
         let stream = self.lower.dial(server, meta).await?;
-        let (mut rd, mut wr) = tokio::io::split(stream);
+        let (mut rd, mut wr) = tokio::io::split(super::tunnel::Linger::new(stream));
         // `Connection: close`, as Xray's client (keep-alive off for these): Go's HTTP/1.1
         // server otherwise swallows up to 256 KiB of a request body it has not read when the
         // response starts, which stream-up and stream-one responses do at once.

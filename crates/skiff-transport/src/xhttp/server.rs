@@ -17,7 +17,7 @@ use super::h1::{self, Body, BodyKind, ChunkedWriter};
 use super::h2io::{H2Reader, H2Writer};
 use super::request::{self, RequestParts, RequestRules, Route};
 use super::session::{Session, SessionReader, Sessions};
-use super::tunnel::{BoxRead, Tunnel};
+use super::tunnel::{BoxRead, Linger, Tunnel};
 use super::{XhttpOptions, padding};
 
 /// Sessions one inbound holds at most (each bounded by its window of posts).
@@ -357,7 +357,7 @@ async fn serve_h1(
                     Ok(d) => d,
                     Err(status) => return refuse_h1(&mut io, status).await,
                 };
-                let (mut rd, wr) = tokio::io::split(io);
+                let (mut rd, wr) = tokio::io::split(Linger::new(io));
                 let mut done = stream_h1_split(&inner, wr, reader, layer, tunnels, end).await?;
                 // The client closing the download's connection ends the session, and with it
                 // the tunnel's upload (a packet-up client has no other way to say it is gone).
@@ -372,14 +372,14 @@ async fn serve_h1(
                 return Ok(());
             }
             Route::StreamOne => {
-                let (rd, wr) = tokio::io::split(io);
+                let (rd, wr) = tokio::io::split(Linger::new(io));
                 let reader: BoxRead = Box::pin(Body::new(rd, buf, kind));
                 let done = stream_h1_split(&inner, wr, reader, layer, tunnels, || {}).await?;
                 let _ = done.await;
                 return Ok(());
             }
             Route::StreamUp { session } => {
-                let (rd, mut wr) = tokio::io::split(io);
+                let (rd, mut wr) = tokio::io::split(Linger::new(io));
                 let body: BoxRead = Box::pin(Body::new(rd, buf, kind));
                 let ended = match inner.stream_up(&session, body) {
                     Ok(rx) => rx,

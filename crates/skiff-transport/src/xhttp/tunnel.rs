@@ -85,3 +85,66 @@ impl AsyncRead for Empty {
         Poll::Ready(Ok(()))
     }
 }
+
+/// How long a closed HTTP/1.1 connection keeps reading after its last write, so the kernel
+/// sends FIN rather than RST (which would make the peer drop what it had not read yet).
+const LINGER: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// An HTTP/1.1 connection that, when dropped, ends as Go's server ends one whose request
+/// body is still coming (`closeWriteAndWait`): its sending side shut, what still arrives read
+/// and dropped for a moment, then closed. Without it, a tunnel ending while the peer still
+/// uploads resets the connection and the peer loses the tail of the download.
+pub struct Linger(Option<skiff_core::BoxStream>);
+
+impl Linger {
+    pub fn new(io: skiff_core::BoxStream) -> Self {
+        Linger(Some(io))
+    }
+
+    fn io(&mut self) -> &mut skiff_core::BoxStream {
+        self.0.as_mut().expect("present until dropped")
+    }
+}
+
+impl Drop for Linger {
+    fn drop(&mut self) {
+        let Some(mut io) = self.0.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            let _ = io.shutdown().await;
+            let _ = tokio::time::timeout(LINGER, tokio::io::copy(&mut io, &mut tokio::io::sink()))
+                .await;
+        });
+    }
+}
+
+impl AsyncRead for Linger {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(self.io()).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Linger {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(self.io()).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(self.io()).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(self.io()).poll_shutdown(cx)
+    }
+}
