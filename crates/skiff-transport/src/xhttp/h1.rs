@@ -139,11 +139,50 @@ pub enum BodyKind {
     Chunked,
 }
 
+/// Opens once a request body has ended (or its reader is gone): stream-one over HTTP/1.1
+/// holds its response's last chunk until then. Go's HTTP/1.1 client (Xray's) closes the
+/// connection when a response ends while it still sends the request, and Xray then drops
+/// what it had not yet passed on of the response.
+#[derive(Default)]
+pub struct Gate {
+    open: std::sync::atomic::AtomicBool,
+    waiter: std::sync::Mutex<Option<std::task::Waker>>,
+}
+
+impl Gate {
+    pub fn open(&self) {
+        self.open.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(w) = self.waiter.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            w.wake();
+        }
+    }
+
+    fn poll_open(&self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.open.load(std::sync::atomic::Ordering::Acquire) {
+            return Poll::Ready(());
+        }
+        *self.waiter.lock().unwrap_or_else(|e| e.into_inner()) = Some(cx.waker().clone());
+        if self.open.load(std::sync::atomic::Ordering::Acquire) {
+            return Poll::Ready(());
+        }
+        Poll::Pending
+    }
+}
+
 /// A message body as a reader: bytes already buffered first, then from `io`.
 pub struct Body<R> {
     io: R,
     buf: BytesMut,
     kind: BodyState,
+    ended: Option<std::sync::Arc<Gate>>,
+}
+
+impl<R> Drop for Body<R> {
+    fn drop(&mut self) {
+        if let Some(g) = self.ended.take() {
+            g.open();
+        }
+    }
 }
 
 enum BodyState {
@@ -157,12 +196,23 @@ impl<R: AsyncRead + Unpin> Body<R> {
             BodyKind::Length(n) => BodyState::Length(n),
             BodyKind::Chunked => BodyState::Chunked(ChunkedDecoder::new()),
         };
-        Body { io, buf, kind }
+        Body {
+            io,
+            buf,
+            kind,
+            ended: None,
+        }
+    }
+
+    /// `gate` opens when this body ends.
+    pub fn with_end_gate(mut self, gate: std::sync::Arc<Gate>) -> Self {
+        self.ended = Some(gate);
+        self
     }
 
     /// The bytes read past the body (the next request's, when pipelined).
-    pub fn into_buf(self) -> BytesMut {
-        self.buf
+    pub fn into_buf(mut self) -> BytesMut {
+        std::mem::take(&mut self.buf)
     }
 
     fn take(&mut self, max: usize) -> io::Result<Option<Bytes>> {
@@ -200,6 +250,11 @@ impl<R: AsyncRead + Unpin> AsyncRead for Body<R> {
         let this = self.get_mut();
         loop {
             if let Some(data) = this.take(out.remaining())? {
+                if data.is_empty()
+                    && let Some(g) = this.ended.take()
+                {
+                    g.open();
+                }
                 out.put_slice(&data);
                 return Poll::Ready(Ok(()));
             }
@@ -219,11 +274,13 @@ impl<R: AsyncRead + Unpin> AsyncRead for Body<R> {
     }
 }
 
-/// Writes a body in chunks; shutting it down sends the last chunk.
+/// Writes a body in chunks; shutting it down sends the last chunk (once `hold`, if any, is
+/// open).
 pub struct ChunkedWriter<W> {
     io: W,
     out: Vec<u8>,
     ended: bool,
+    hold: Option<std::sync::Arc<Gate>>,
 }
 
 impl<W: AsyncWrite + Unpin> ChunkedWriter<W> {
@@ -233,7 +290,14 @@ impl<W: AsyncWrite + Unpin> ChunkedWriter<W> {
             io,
             out: prefix,
             ended: false,
+            hold: None,
         }
+    }
+
+    /// Holds the last chunk until `gate` opens.
+    pub fn hold_end_until(mut self, gate: std::sync::Arc<Gate>) -> Self {
+        self.hold = Some(gate);
+        self
     }
 
     fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -275,6 +339,9 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for ChunkedWriter<W> {
         let this = self.get_mut();
         if !this.ended {
             ready!(this.poll_drain(cx))?;
+            if let Some(gate) = &this.hold {
+                ready!(gate.poll_open(cx));
+            }
             this.ended = true;
             this.out.extend_from_slice(LAST_CHUNK);
         }

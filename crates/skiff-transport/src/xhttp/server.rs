@@ -358,7 +358,8 @@ async fn serve_h1(
                     Err(status) => return refuse_h1(&mut io, status).await,
                 };
                 let (mut rd, wr) = tokio::io::split(Linger::new(io));
-                let mut done = stream_h1_split(&inner, wr, reader, layer, tunnels, end).await?;
+                let mut done =
+                    stream_h1_split(&inner, wr, reader, layer, tunnels, end, None).await?;
                 // The client closing the download's connection ends the session, and with it
                 // the tunnel's upload (a packet-up client has no other way to say it is gone).
                 let mut byte = [0u8; 1];
@@ -373,8 +374,11 @@ async fn serve_h1(
             }
             Route::StreamOne => {
                 let (rd, wr) = tokio::io::split(Linger::new(io));
-                let reader: BoxRead = Box::pin(Body::new(rd, buf, kind));
-                let done = stream_h1_split(&inner, wr, reader, layer, tunnels, || {}).await?;
+                let gate = Arc::new(h1::Gate::default());
+                let reader: BoxRead =
+                    Box::pin(Body::new(rd, buf, kind).with_end_gate(gate.clone()));
+                let done =
+                    stream_h1_split(&inner, wr, reader, layer, tunnels, || {}, Some(gate)).await?;
                 let _ = done.await;
                 return Ok(());
             }
@@ -452,13 +456,18 @@ async fn stream_h1_split<W: AsyncWrite + Send + Unpin + 'static>(
     layer: LayerSession,
     tunnels: TunnelSink,
     end: impl FnOnce() + Send + 'static,
+    hold_end: Option<Arc<h1::Gate>>,
 ) -> io::Result<oneshot::Receiver<()>> {
     let mut h = inner.stream_headers();
     h.push(("Transfer-Encoding", "chunked".into()));
     wr.write_all(&h1::response_head(200, &h)).await?;
     wr.flush().await?;
     let (signal, done) = done_signal();
-    let tunnel = Tunnel::new(reader, Box::pin(ChunkedWriter::new(wr, Vec::new())))
+    let mut writer = ChunkedWriter::new(wr, Vec::new());
+    if let Some(gate) = hold_end {
+        writer = writer.hold_end_until(gate);
+    }
+    let tunnel = Tunnel::new(reader, Box::pin(writer))
         .on_drop(end)
         .on_drop(signal);
     tunnels(Box::new(tunnel), layer);
