@@ -20,6 +20,7 @@ mod tunnel;
 mod udp;
 mod udp_stream;
 mod udpspeeder;
+mod xhttp;
 
 pub mod instance;
 pub mod limits;

@@ -21,6 +21,7 @@ use skiff_transport::stack::{LayeredDialer, ServerBase, ServerStack, Unchainable
 use skiff_transport::tcp::TcpDialer;
 use skiff_transport::tls::{TlsClient, TlsClientOptions, TlsServer, TlsServerOptions, TlsVersion};
 use skiff_transport::ws::{WsClientOptions, WsServerOptions};
+use skiff_transport::xhttp::XhttpServer;
 
 /// An inbound's base and layers: TLS if configured, then the network's own layer, or the
 /// network's multiplexing server ending the stack.
@@ -66,6 +67,10 @@ pub fn server_stack(plan: &StreamPlan) -> Result<ServerStack, String> {
         }
         StreamNetwork::Mkcp(k) => ServerBase::Mkcp(k.clone()),
         StreamNetwork::Kcptun(k) => ServerBase::Kcptun(crate::kcp_params::for_network(&k.tuning)),
+        StreamNetwork::Xhttp(x) => {
+            multiplex = Some(Arc::new(XhttpServer::new(crate::xhttp::options(x))));
+            ServerBase::Tcp
+        }
     };
     Ok(ServerStack {
         base,
@@ -97,6 +102,9 @@ pub fn client_dialer(
         if matches!(plan.network, StreamNetwork::Grpc(_)) && options.alpn.is_empty() {
             // Xray's client default, which lets the server pick HTTP/2.
             options.alpn = vec!["h2".into(), "http/1.1".into()];
+        }
+        if matches!(plan.network, StreamNetwork::Xhttp(_)) {
+            crate::xhttp::client_alpn(&mut options);
         }
         layers.push(Arc::new(TlsClient::new(&options)?));
     }
@@ -171,6 +179,14 @@ pub fn client_dialer(
                 k.conn,
             )),
         ),
+        StreamNetwork::Xhttp(x) => {
+            // XHTTP is not a layer: its dialer opens HTTP connections through TCP (+ TLS).
+            let lower = Arc::new(LayeredDialer {
+                base: tcp(),
+                layers,
+            });
+            return Ok(crate::xhttp::dialer(x, lower, &plan.security, &server_name));
+        }
     };
     Ok(Arc::new(LayeredDialer { base, layers }))
 }

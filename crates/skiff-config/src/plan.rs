@@ -283,6 +283,8 @@ pub enum StreamNetwork {
     /// `grpc` (also `gun`): Xray's gRPC transport, each tunnel one call over HTTP/2
     /// (`grpcSettings`).
     Grpc(GrpcPlan),
+    /// `xhttp` / `splithttp`: a tunnel over several HTTP requests (`xhttpSettings`).
+    Xhttp(XhttpPlan),
     /// `kcp` / `mkcp`: V2Ray's mKCP over UDP (`kcpSettings`).
     Mkcp(skiff_kcp::mkcp::MkcpConfig),
     /// `kcptun`: kcptun's KCP + smux over UDP (`kcptunSettings`), one smux stream per
@@ -383,6 +385,68 @@ pub struct GrpcPlan {
     pub initial_windows_size: u32,
     /// `user_agent` as given: "" or "chrome", "firefox", "edge", "golang", or a literal.
     pub user_agent: String,
+/// `xhttpSettings` (`extra` merged as Xray merges it, Xray's defaults applied). Ranges are
+/// `(from, to)`, inclusive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XhttpPlan {
+    /// `path` as written (default "/"), a query after `?` included.
+    pub path: String,
+    pub host: Option<String>,
+    pub mode: XhttpMode,
+    /// `headers` in config order (never `Host`).
+    pub headers: Vec<(String, String)>,
+    pub x_padding_bytes: (u32, u32),
+    pub no_grpc_header: bool,
+    pub no_sse_header: bool,
+    pub sc_max_each_post_bytes: (u32, u32),
+    pub sc_min_posts_interval_ms: (u32, u32),
+    pub sc_max_buffered_posts: usize,
+    pub sc_stream_up_server_secs: (u32, u32),
+    pub xmux: XmuxPlan,
+}
+
+/// `xhttpSettings.mode`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum XhttpMode {
+    #[default]
+    Auto,
+    PacketUp,
+    StreamUp,
+    StreamOne,
+}
+
+/// `xhttpSettings.xmux`; 0 is "no limit". Absent (or all zero): Xray's defaults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct XmuxPlan {
+    pub max_concurrency: (u32, u32),
+    pub max_connections: (u32, u32),
+    pub c_max_reuse_times: (u32, u32),
+    pub h_max_request_times: (u32, u32),
+    pub h_max_reusable_secs: (u32, u32),
+}
+
+impl XmuxPlan {
+    pub fn zero() -> Self {
+        XmuxPlan {
+            max_concurrency: (0, 0),
+            max_connections: (0, 0),
+            c_max_reuse_times: (0, 0),
+            h_max_request_times: (0, 0),
+            h_max_reusable_secs: (0, 0),
+        }
+    }
+}
+
+impl Default for XmuxPlan {
+    /// Xray's xmux when none is configured (infra/conf `SplitHTTPConfig.Build`).
+    fn default() -> Self {
+        XmuxPlan {
+            max_connections: (3, 3),
+            h_max_request_times: (600, 900),
+            h_max_reusable_secs: (1800, 3000),
+            ..XmuxPlan::zero()
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

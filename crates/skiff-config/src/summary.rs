@@ -455,6 +455,13 @@ fn stream(plan: &StreamPlan) -> Vec<String> {
         }
         notes.push(s);
     }
+    if let StreamNetwork::Xhttp(x) = &plan.network {
+        let mut s = format!("over XHTTP path {} mode {:?}", x.path, x.mode);
+        if let Some(host) = &x.host {
+            s.push_str(&format!(" host {host}"));
+        }
+        notes.push(s);
+    }
     if let StreamSecurity::Tls(tls) = &plan.security {
         let mut parts = Vec::new();
         if let Some(sni) = &tls.server_name {

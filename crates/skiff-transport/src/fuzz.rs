@@ -136,3 +136,99 @@ pub fn fuzz_grpc(data: &[u8]) {
         }
     }
 }
+
+/// XHTTP's request side: the HTTP/1.1 head parser, the request decision (path, session id,
+/// sequence number, padding) under every mode, the chunked body decoder (whole and split at a
+/// data-chosen point), and the upload reassembly fed sequence numbers from the input.
+pub fn fuzz_xhttp(data: &[u8]) {
+    use bytes::{Bytes, BytesMut};
+
+    use crate::xhttp::Mode;
+    use crate::xhttp::chunked::ChunkedDecoder;
+    use crate::xhttp::h1::parse_request;
+    use crate::xhttp::reorder::Reorder;
+    use crate::xhttp::request::{RequestParts, RequestRules, Route, route};
+
+    if let Ok(Some((head, n))) = parse_request(data) {
+        assert!(n <= data.len());
+        for mode in [Mode::Auto, Mode::PacketUp, Mode::StreamUp, Mode::StreamOne] {
+            let rules = RequestRules {
+                path: "/x/".into(),
+                host: Some("h".into()),
+                padding: (1, 1000),
+                mode,
+            };
+            let parts = RequestParts {
+                method: &head.method,
+                target: &head.target,
+                host: head.header("host"),
+                referer: head.header("referer"),
+            };
+            if let Ok(Route::Packet { session, seq }) = route(&parts, &rules) {
+                assert!(head.target.contains(&format!("{session}/{seq}")));
+            }
+        }
+        let _ = head.body_kind();
+    }
+    if let Ok(s) = std::str::from_utf8(data) {
+        let rules = RequestRules {
+            path: "/".into(),
+            host: None,
+            padding: (0, u32::MAX),
+            mode: Mode::Auto,
+        };
+        let (target, referer) = s.split_once('\n').unwrap_or((s, ""));
+        let _ = route(
+            &RequestParts {
+                method: "POST",
+                target,
+                host: None,
+                referer: Some(referer),
+            },
+            &rules,
+        );
+        if let Some(seq) = crate::xhttp::request::parse_seq(target) {
+            assert_eq!(seq.to_string().parse::<u64>().ok(), Some(seq));
+        }
+    }
+    let cut = data.first().map_or(0, |&b| usize::from(b)).min(data.len());
+    let mut whole = Vec::new();
+    let mut d = ChunkedDecoder::new();
+    let mut input = BytesMut::from(data);
+    while let Ok(Some(piece)) = d.decode(&mut input, 4096) {
+        whole.extend_from_slice(&piece);
+    }
+    let mut split = Vec::new();
+    let mut d = ChunkedDecoder::new();
+    let mut input = BytesMut::from(&data[..cut]);
+    let mut ok = true;
+    for part in [&data[cut..], &[][..]] {
+        loop {
+            match d.decode(&mut input, 7) {
+                Ok(Some(piece)) => split.extend_from_slice(&piece),
+                Ok(None) => break,
+                Err(_) => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if !ok {
+            break;
+        }
+        input.extend_from_slice(part);
+    }
+    if ok {
+        assert!(whole.starts_with(&split) || split.starts_with(&whole));
+    }
+    let window = usize::from(data.get(1).copied().unwrap_or(1)).max(1);
+    let mut r = Reorder::new(window);
+    for pair in data.chunks(3) {
+        let seq = u64::from(pair[0]) | (u64::from(*pair.get(1).unwrap_or(&0)) << 8);
+        let _ = r.push(seq, Bytes::new());
+        assert!(r.buffered() <= window);
+        if pair.get(2).is_some_and(|b| b & 1 == 0) {
+            let _ = r.pop();
+        }
+    }
+}

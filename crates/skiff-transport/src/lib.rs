@@ -26,6 +26,9 @@
 //!   stream a [`skiff_core::BoxStream`]; [`udp_sessions`] caps what their listeners hold.
 //! * [`fingerprint`]: browser-shaped ClientHellos (Xray's `fingerprint`); [`tls13_client`]: the
 //!   TLS 1.3 client handshake that sends them (REALITY), ending in `tls/records.rs`.
+//! * [`xhttp`]: Xray's XHTTP (SplitHTTP): packet-up, stream-up and stream-one over HTTP/1.1
+//!   and HTTP/2, the server as a `MultiplexServer` with its session table, the client as a
+//!   `Dialer` sharing HTTP/2 connections as xmux says.
 //! * [`base64`]: the two base64 alphabets the handshake needs.
 //! * [`fuzz`]: entry points for fuzzers (never panic on any input).
 
@@ -44,6 +47,7 @@ pub mod tls;
 pub mod tls13_client;
 pub mod udp_sessions;
 pub mod ws;
+pub mod xhttp;
 
 /// Result of an incremental parse.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -129,6 +129,7 @@ fn listens_at(plan: &InboundPlan, host: Option<&str>, port: u16) -> bool {
             | StreamNetwork::HttpHeader(_)
             | StreamNetwork::Ws(_)
             | StreamNetwork::HttpUpgrade(_)
+            | StreamNetwork::Xhttp(_)
     );
     if !on_port || !tcp {
         return false;

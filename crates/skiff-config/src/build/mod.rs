@@ -19,6 +19,7 @@ mod routing;
 mod stream;
 mod tls;
 mod unique_tags;
+mod xhttp;
 
 use std::collections::HashSet;
 

@@ -22,8 +22,6 @@ use crate::source::Loc;
 use skiff_kcp::mkcp::{HeaderKind, MkcpConfig};
 
 const UNSUPPORTED_NETWORKS: &[&str] = &[
-    "xhttp",
-    "splithttp",
     "h2",
     "http",
     "quic",
@@ -99,6 +97,15 @@ pub fn build_stream(
             decode::<super::grpc::RawGrpcSettings>(value, &gloc, diags)
                 .and_then(|g| super::grpc::grpc_plan(g, &gloc, diags))
                 .map_or(StreamNetwork::Tcp, StreamNetwork::Grpc)
+        Some("xhttp" | "splithttp") => {
+            // Xray reads `xhttpSettings`, or `splithttpSettings` when that is the one given.
+            let (key, value) = match (&raw.xhttp_settings, &raw.splithttp_settings) {
+                (None, Some(v)) => ("splithttpSettings", Some(v)),
+                (v, _) => ("xhttpSettings", v.as_ref()),
+            };
+            let empty = Value::Object(Map::new());
+            super::xhttp::xhttp_plan(value.unwrap_or(&empty), &loc.key(key), diags)
+                .map_or(StreamNetwork::Tcp, StreamNetwork::Xhttp)
         }
         Some("kcp" | "mkcp") => {
             let kloc = loc.key("kcpSettings");
@@ -128,7 +135,7 @@ pub fn build_stream(
         }
         Some(n) if UNSUPPORTED_NETWORKS.contains(&n) => {
             diags.push(loc.key("network").error(format!(
-                "transport `{n}` is not supported by this version of skiff yet (only raw TCP, WebSocket, HTTPUpgrade, gRPC, mKCP and kcptun)"
+                "transport `{n}` is not supported by this version of skiff yet (only raw TCP, WebSocket, HTTPUpgrade, gRPC, XHTTP, mKCP and kcptun)"
             )));
             StreamNetwork::Tcp
         }
@@ -257,7 +264,7 @@ fn ws_plan(
 /// The `headers` object of WebSocket or HTTPUpgrade settings: string values under valid
 /// HTTP header names, without CR, LF or NUL (they would end the header early). A `Host`
 /// entry goes to `on_host` with its value and location, each transport having its own rule.
-fn header_list(
+pub(super) fn header_list(
     headers: Option<&Map<String, Value>>,
     loc: &Loc,
     diags: &mut Vec<Diagnostic>,

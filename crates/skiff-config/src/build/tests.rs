@@ -407,7 +407,20 @@ fn stream_settings() {
     ));
     ok(&with_stream(r#"{"network": "kcp"}"#));
     ok(&with_stream(r#"{"network": "grpc"}"#));
-    for net in ["xhttp", "splithttp", "h2", "http", "quic", "domainsocket"] {
+    ok(&with_stream(
+        r#"{"network": "xhttp", "xhttpSettings": {"path": "/x", "mode": "packet-up"}}"#,
+    ));
+    ok(&with_stream(
+        r#"{"network": "splithttp", "splithttpSettings": {"path": "/x"}}"#,
+    ));
+    has_error(
+        &with_stream(
+            r#"{"network": "xhttp", "xhttpSettings": {"extra": {"downloadSettings": {}}}}"#,
+        ),
+        "inbounds[0].streamSettings.xhttpSettings.extra.downloadSettings",
+        "not supported by this version of skiff yet",
+    );
+    for net in ["h2", "http", "quic", "domainsocket"] {
         has_error(
             &with_stream(&format!(r#"{{"network": "{net}"}}"#)),
             "inbounds[0].streamSettings.network",

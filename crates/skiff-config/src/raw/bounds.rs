@@ -106,15 +106,9 @@ pub struct RawStream {
     pub grpc_settings: Option<Value>,
     /// Decoded only when `network` is "httpupgrade".
     pub httpupgrade_settings: Option<Value>,
-    #[allow(
-        dead_code,
-        reason = "an accepted Xray key: declared so it is not reported as unknown"
-    )]
+    /// Decoded only when `network` is "xhttp"/"splithttp".
     pub xhttp_settings: Option<Value>,
-    #[allow(
-        dead_code,
-        reason = "an accepted Xray key: declared so it is not reported as unknown"
-    )]
+    /// Xray's older name of `xhttpSettings`.
     pub splithttp_settings: Option<Value>,
     #[allow(
         dead_code,
