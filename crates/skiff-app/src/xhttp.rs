@@ -60,6 +60,8 @@ pub fn dialer(
     let (tls, http2) = match security {
         StreamSecurity::Tls(t) => (true, !(t.alpn.len() == 1 && t.alpn[0] == "http/1.1")),
         StreamSecurity::None => (false, false),
+        // Xray's `decideHTTPVersion`: REALITY always carries HTTP/2.
+        StreamSecurity::Reality(_) => (true, true),
     };
     let host = x.host.clone().unwrap_or_else(|| server_name.to_owned());
     Arc::new(XhttpDialer::new(lower, options(x), host, tls, http2))

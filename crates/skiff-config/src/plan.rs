@@ -385,6 +385,8 @@ pub struct GrpcPlan {
     pub initial_windows_size: u32,
     /// `user_agent` as given: "" or "chrome", "firefox", "edge", "golang", or a literal.
     pub user_agent: String,
+}
+
 /// `xhttpSettings` (`extra` merged as Xray merges it, Xray's defaults applied). Ranges are
 /// `(from, to)`, inclusive.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -21,13 +21,7 @@ use crate::raw::values::{Int, out_of_range};
 use crate::source::Loc;
 use skiff_kcp::mkcp::{HeaderKind, MkcpConfig};
 
-const UNSUPPORTED_NETWORKS: &[&str] = &[
-    "h2",
-    "http",
-    "quic",
-    "domainsocket",
-    "hysteria",
-];
+const UNSUPPORTED_NETWORKS: &[&str] = &["h2", "http", "quic", "domainsocket", "hysteria"];
 
 const UNSUPPORTED_SECURITY: &[&str] = &["xtls"];
 
@@ -97,6 +91,7 @@ pub fn build_stream(
             decode::<super::grpc::RawGrpcSettings>(value, &gloc, diags)
                 .and_then(|g| super::grpc::grpc_plan(g, &gloc, diags))
                 .map_or(StreamNetwork::Tcp, StreamNetwork::Grpc)
+        }
         Some("xhttp" | "splithttp") => {
             // Xray reads `xhttpSettings`, or `splithttpSettings` when that is the one given.
             let (key, value) = match (&raw.xhttp_settings, &raw.splithttp_settings) {

@@ -57,6 +57,15 @@ fn stream_settings(e: &Endpoint) -> Value {
             stream["httpupgradeSettings"] = json!({ "path": t.path.clone().unwrap_or_default(),
                 "host": t.host.clone().unwrap_or_default() })
         }
+        "grpc" => {
+            stream["grpcSettings"] = json!({
+                "serviceName": t.service_name.clone().unwrap_or_default(),
+                "multiMode": t.mode == Some("multi") })
+        }
+        "xhttp" => {
+            stream["xhttpSettings"] = json!({ "path": t.path.clone().unwrap_or_default(),
+                "host": t.host.clone().unwrap_or_default(), "mode": t.mode.unwrap_or("auto") })
+        }
         "tcp" if t.header_type == Some("http") => {
             let mut request = json!({ "path": [t.path.clone().unwrap_or_else(|| "/".into())] });
             if let Some(host) = &t.host {

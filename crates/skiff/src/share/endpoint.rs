@@ -5,6 +5,7 @@ use std::net::IpAddr;
 
 use skiff_config::{
     InboundPlan, InboundProtocol, Plan, StreamNetwork, StreamPlan, StreamSecurity, VlessFlow,
+    XhttpMode,
 };
 
 /// One user of one inbound, as a client dials it.
@@ -73,6 +74,10 @@ pub struct Transport {
     pub header_type: Option<&'static str>,
     pub host: Option<String>,
     pub path: Option<String>,
+    /// `serviceName` (gRPC).
+    pub service_name: Option<String>,
+    /// `mode`: gRPC's `gun` or `multi`, XHTTP's `auto`, `packet-up`, `stream-up`, `stream-one`.
+    pub mode: Option<&'static str>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -250,18 +255,37 @@ fn transport(stream: &StreamPlan) -> Result<Transport, String> {
                     .and_then(|(_, values)| values.first().cloned())
             }),
             path: h.request.paths.first().cloned(),
+            ..Transport::default()
         },
         StreamNetwork::Ws(w) => Transport {
             network: "ws",
-            header_type: None,
             host: w.host.clone(),
             path: Some(w.path.clone()),
+            ..Transport::default()
         },
         StreamNetwork::HttpUpgrade(h) => Transport {
             network: "httpupgrade",
-            header_type: None,
             host: h.host.clone(),
             path: Some(h.path.clone()),
+            ..Transport::default()
+        },
+        StreamNetwork::Grpc(g) => Transport {
+            network: "grpc",
+            service_name: Some(g.service_name.clone()),
+            mode: Some(if g.multi_mode { "multi" } else { "gun" }),
+            ..Transport::default()
+        },
+        StreamNetwork::Xhttp(x) => Transport {
+            network: "xhttp",
+            host: x.host.clone(),
+            path: Some(x.path.clone()),
+            mode: Some(match x.mode {
+                XhttpMode::Auto => "auto",
+                XhttpMode::PacketUp => "packet-up",
+                XhttpMode::StreamUp => "stream-up",
+                XhttpMode::StreamOne => "stream-one",
+            }),
+            ..Transport::default()
         },
         StreamNetwork::Mkcp(_) => Transport {
             network: "kcp",

@@ -113,6 +113,8 @@ fn transport_query(t: &Transport) -> Vec<(&'static str, String)> {
         ("headerType", t.header_type.unwrap_or_default().to_string()),
         ("host", t.host.clone().unwrap_or_default()),
         ("path", t.path.clone().unwrap_or_default()),
+        ("serviceName", t.service_name.clone().unwrap_or_default()),
+        ("mode", t.mode.unwrap_or_default().to_string()),
     ]
 }
 
@@ -164,6 +166,7 @@ mod tests {
                 header_type: None,
                 host: Some("h.example".into()),
                 path: Some("/p?ed=2048".into()),
+                ..Transport::default()
             },
             security: Security::Tls {
                 server_name: Some("example.com".into()),
