@@ -16,6 +16,10 @@ pub enum Kind {
     /// VLESS with XTLS Vision over TCP + TLS 1.3: leaves the outer TLS (and splices) once the
     /// inner traffic is TLS 1.3 application data, so it shows with `--payload tls`.
     VlessVision,
+    /// VLESS with XTLS Vision over TCP with REALITY instead of a certificate of C's own: C
+    /// borrows the handshake of a TLS server beside it (the run's REALITY target, see
+    /// [`crate::reality`]), which it dials for every connection, as REALITY does.
+    VlessVisionReality,
     /// B: dokodemo-door → Trojan out; C: Trojan in → freedom; always over TLS, optionally
     /// with WebSocket between (trojan-gfw speaks only the plain-TLS form).
     Trojan { ws: bool },
@@ -92,6 +96,11 @@ impl Kind {
         matches!(self, Kind::Kcp { .. } | Kind::Mkcp)
     }
 
+    /// C runs REALITY, so the run starts a TLS target beside it.
+    pub fn reality(self) -> bool {
+        self == Kind::VlessVisionReality
+    }
+
     /// The combination needs a certificate on C.
     pub fn tls(self) -> bool {
         matches!(
@@ -164,6 +173,11 @@ pub const ALL: &[Combination] = &[
         name: "vless-vision",
         about: "VLESS with XTLS Vision over TCP with TLS (direct + splice on TLS 1.3 payloads)",
         kind: Kind::VlessVision,
+    },
+    Combination {
+        name: "vless-reality-vision",
+        about: "VLESS with XTLS Vision over TCP with REALITY (a borrowed TLS handshake; splices as vision does)",
+        kind: Kind::VlessVisionReality,
     },
     Combination {
         name: "trojan-tls",
@@ -315,8 +329,11 @@ mod tests {
         assert_eq!(names, ["raw", "tunnel"]);
         let names: Vec<_> = select(Some("vless-ws")).iter().map(|c| c.name).collect();
         assert_eq!(names, ["vless-ws"]);
-        assert_eq!(select(Some("vless")).len(), 6);
+        assert_eq!(select(Some("vless")).len(), 7);
         assert!(select(Some("vless-vision"))[0].kind.tls());
+        // REALITY borrows its target's handshake: a target to start, no certificate of C's.
+        let reality = select(Some("vless-reality-vision"))[0].kind;
+        assert!(reality.reality() && !reality.tls());
         let names: Vec<_> = select(Some("trojan")).iter().map(|c| c.name).collect();
         assert_eq!(names, ["trojan-tls", "trojan-ws-tls"]);
         assert!(select(Some("trojan-tls")).iter().all(|c| c.kind.tls()));

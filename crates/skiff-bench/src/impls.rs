@@ -181,6 +181,8 @@ pub struct Hops {
     /// The run's TCP congestion control (`--cc`), written into Skiff's configs: the peers take
     /// the namespace's default, and Skiff must too rather than its loopback rule's Reno.
     pub tcp_congestion: Option<String>,
+    /// Where C's REALITY dials its target, for [`Kind::VlessVisionReality`].
+    pub reality_target: Option<SocketAddr>,
 }
 
 /// The id every bench row uses between B and C.
@@ -591,6 +593,8 @@ impl Implementation {
             Kind::VlessGrpc => matches!(self.flavor, Flavor::Skiff | Flavor::Xray),
             // v2ray 4.34 has no flows; sing-box speaks Vision in its own config format.
             Kind::VlessVision => matches!(self.flavor, Flavor::Skiff | Flavor::Xray),
+            // v2ray 4.34 predates REALITY.
+            Kind::VlessVisionReality => matches!(self.flavor, Flavor::Skiff | Flavor::Xray),
             Kind::Trojan { ws: false } => matches!(
                 self.flavor,
                 Flavor::Skiff | Flavor::Xray | Flavor::V2ray | Flavor::Trojan
@@ -660,6 +664,16 @@ impl Implementation {
             }
             (Kind::VlessVision, Flavor::Skiff | Flavor::Xray) => {
                 let stream = proxy_stream(true, false, role, self.flavor, hops)?;
+                let flow = "xtls-rprx-vision";
+                match role {
+                    Role::Client => {
+                        xray_vless_client(hops.b_listen, hops.d, hops.c_listen, stream, flow)
+                    }
+                    Role::Server => xray_vless_server(hops.c_listen, stream, flow),
+                }
+            }
+            (Kind::VlessVisionReality, Flavor::Skiff | Flavor::Xray) => {
+                let stream = crate::reality::xray_stream(role, hops)?;
                 let flow = "xtls-rprx-vision";
                 match role {
                     Role::Client => {
@@ -804,6 +818,7 @@ mod tests {
             certificate: Some(("/tmp/c.pem".into(), "/tmp/k.pem".into())),
             certificate_sha256: None,
             tcp_congestion: None,
+            reality_target: Some("127.0.0.1:1004".parse().unwrap()),
         }
     }
 

@@ -13,6 +13,7 @@ pub mod model;
 pub mod netlab;
 pub mod plan;
 pub mod process;
+pub mod reality;
 pub mod report;
 pub mod runner;
 pub mod singbox;

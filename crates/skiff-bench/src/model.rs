@@ -133,4 +133,11 @@ pub struct Latency {
     pub connections: u32,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// CPU milliseconds B and C spent per connection while the latency probes ran: each is a
+    /// connection set up and torn down, so for TLS-like rows mostly a handshake. 1000 over
+    /// C's figure is the connections one core of the server could take per second.
+    #[serde(default)]
+    pub client_cpu_ms: f64,
+    #[serde(default)]
+    pub server_cpu_ms: f64,
 }

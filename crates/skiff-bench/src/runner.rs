@@ -176,6 +176,8 @@ pub struct Chain {
     /// Where A connects.
     pub entry: SocketAddr,
     _sink: Option<Sink>,
+    /// The TLS server C's REALITY borrows its handshake from, for as long as the chain runs.
+    _reality_target: Option<Sink>,
     _caps: Vec<CpuCap>,
 }
 
@@ -249,10 +251,13 @@ fn extras(
     }
     if let Some(n) = opts.latency {
         progress(&format!("latency × {n}"));
+        let before = (usage(&chain.b), usage(&chain.c));
         let mut ms: Vec<f64> = traffic::latency(chain.entry, n, place.enter_b.clone())?
             .iter()
             .map(|d| d.as_secs_f64() * 1e3)
             .collect();
+        let after = (usage(&chain.b), usage(&chain.c));
+        let cpu_ms = |a: f64, b: f64| (a - b).max(0.0) * 1e3 / f64::from(n.max(1));
         ms.sort_by(f64::total_cmp);
         let p = |q: f64| {
             ms.get(((ms.len() as f64 - 1.0) * q).round() as usize)
@@ -263,6 +268,8 @@ fn extras(
             connections: n,
             p50_ms: p(0.5),
             p99_ms: p(0.99),
+            client_cpu_ms: cpu_ms(after.0.cpu_s, before.0.cpu_s),
+            server_cpu_ms: cpu_ms(after.1.cpu_s, before.1.cpu_s),
         });
     }
     for side in [&chain.b, &chain.c].into_iter().flatten() {
@@ -315,6 +322,7 @@ pub fn start_chain(
             c: None,
             entry: d,
             _sink: sink,
+            _reality_target: None,
             _caps: Vec::new(),
         });
     };
@@ -336,6 +344,22 @@ pub fn start_chain(
     } else {
         (None, None)
     };
+    // REALITY's target lives where C does: C dials it for each of B's connections.
+    let reality_target = if combo.kind.reality() {
+        let tls = crate::tls::TlsPayload::new().map_err(io::Error::other)?;
+        let ip = if place.ns_c.is_some() {
+            place.c_ip
+        } else {
+            IpAddr::V4(Ipv4Addr::LOCALHOST)
+        };
+        Some(Sink::start(
+            SocketAddr::new(ip, 0),
+            place.enter_c.clone(),
+            Some(tls.server),
+        )?)
+    } else {
+        None
+    };
     let hops = Hops {
         b_listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), b_port),
         c_listen: SocketAddr::new(place.c_ip, c_port),
@@ -343,6 +367,7 @@ pub fn start_chain(
         certificate,
         certificate_sha256,
         tcp_congestion: place.tcp_congestion.clone(),
+        reality_target: reality_target.as_ref().map(|t| t.addr),
     };
     let mut caps = Vec::new();
     let mut start = |role: Role,
@@ -399,6 +424,7 @@ pub fn start_chain(
         c: Some(c),
         entry: hops.b_listen,
         _sink: sink,
+        _reality_target: reality_target,
         _caps: caps,
     })
 }

@@ -34,7 +34,7 @@ pub fn config(kind: Kind, role: Role, hops: &Hops) -> Option<Value> {
             json!({ "type": "direct", "tag": "out" }),
         ));
     }
-    let (tls, ws) = transport_of(kind);
+    let (tls, transport) = transport_of(kind);
     let mut endpoint = match role {
         Role::Client => json!({ "tag": "out", "server": hops.c_listen.ip().to_string(),
                                 "server_port": hops.c_listen.port() }),
@@ -43,11 +43,13 @@ pub fn config(kind: Kind, role: Role, hops: &Hops) -> Option<Value> {
     };
     let fields = protocol_fields(kind, role);
     merge(&mut endpoint, fields);
-    if tls {
+    if kind.reality() {
+        endpoint["tls"] = crate::reality::sing_box_tls(role, hops)?;
+    } else if tls {
         endpoint["tls"] = tls_settings(role, hops)?;
     }
-    if ws {
-        endpoint["transport"] = json!({ "type": "ws", "path": "/bench" });
+    if let Some(transport) = transport {
+        endpoint["transport"] = transport;
     }
     Some(match role {
         Role::Client => with_route(forward(hops.b_listen, hops.d), endpoint),
@@ -60,13 +62,20 @@ pub fn config(kind: Kind, role: Role, hops: &Hops) -> Option<Value> {
     })
 }
 
-/// Whether a combination runs over TLS, and over WebSocket.
-fn transport_of(kind: Kind) -> (bool, bool) {
+/// Whether a combination runs over TLS (with a certificate of C's own), and its V2Ray
+/// transport in sing-box's words, if any.
+fn transport_of(kind: Kind) -> (bool, Option<Value>) {
+    let ws = |on: bool| on.then(|| json!({ "type": "ws", "path": "/bench" }));
     match kind {
-        Kind::Vless { tls, ws } | Kind::Vmess { tls, ws, .. } => (tls, ws),
-        Kind::VlessVision => (true, false),
-        Kind::Trojan { ws } => (true, ws),
-        _ => (false, false),
+        Kind::Vless { tls, ws: w } | Kind::Vmess { tls, ws: w, .. } => (tls, ws(w)),
+        Kind::VlessVision => (true, None),
+        // The same service name as Xray's `grpcSettings.serviceName` in the row.
+        Kind::VlessGrpc => (
+            true,
+            Some(json!({ "type": "grpc", "service_name": "bench" })),
+        ),
+        Kind::Trojan { ws: w } => (true, ws(w)),
+        _ => (false, None),
     }
 }
 
@@ -74,8 +83,8 @@ fn transport_of(kind: Kind) -> (bool, bool) {
 fn protocol_fields(kind: Kind, role: Role) -> Value {
     let server = role == Role::Server;
     match kind {
-        Kind::Vless { .. } | Kind::VlessVision => {
-            let flow = if kind == Kind::VlessVision {
+        Kind::Vless { .. } | Kind::VlessGrpc | Kind::VlessVision | Kind::VlessVisionReality => {
+            let flow = if matches!(kind, Kind::VlessVision | Kind::VlessVisionReality) {
                 "xtls-rprx-vision"
             } else {
                 ""
@@ -162,6 +171,7 @@ mod tests {
             certificate: Some(("/tmp/c.pem".into(), "/tmp/k.pem".into())),
             certificate_sha256: None,
             tcp_congestion: None,
+            reality_target: Some("127.0.0.1:1004".parse().unwrap()),
         }
     }
 
@@ -217,6 +227,17 @@ mod tests {
             config(by_name(name), Role::Server, &hops()).unwrap()["inbounds"][0].clone()
         };
         assert_eq!(out("vless-vision")["flow"], "xtls-rprx-vision");
+        assert_eq!(out("vless-grpc-tls")["transport"]["service_name"], "bench");
+        assert_eq!(inb("vless-grpc-tls")["transport"]["type"], "grpc");
+        assert_eq!(out("vless-reality-vision")["flow"], "xtls-rprx-vision");
+        assert_eq!(
+            out("vless-reality-vision")["tls"]["reality"]["enabled"],
+            true
+        );
+        assert_eq!(
+            inb("vless-reality-vision")["tls"]["reality"]["handshake"]["server_port"],
+            1004
+        );
         assert_eq!(inb("vless-vision")["users"][0]["flow"], "xtls-rprx-vision");
         assert_eq!(out("vmess-chacha")["security"], "chacha20-poly1305");
         assert!(out("vmess-chacha").get("tls").is_none());
@@ -288,7 +309,7 @@ mod tests {
                 checked += 1;
             }
         }
-        assert!(checked >= 28, "{checked}");
+        assert!(checked >= 32, "{checked}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

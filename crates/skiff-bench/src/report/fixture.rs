@@ -72,6 +72,8 @@ pub(crate) fn run() -> BenchRun {
         connections: 200,
         p50_ms: 0.21,
         p99_ms: 0.9,
+        client_cpu_ms: 0.12,
+        server_cpu_ms: 0.15,
     });
     let mut xray_vless = row(
         "vless-tcp",

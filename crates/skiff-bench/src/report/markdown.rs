@@ -126,7 +126,12 @@ fn results(md: &mut String, run: &BenchRun) {
         header.extend(["idle KiB/conn B", "idle KiB/conn C"]);
     }
     if latency {
-        header.extend(["latency p50 ms", "latency p99 ms"]);
+        header.extend([
+            "latency p50 ms",
+            "latency p99 ms",
+            "CPU ms/conn B",
+            "CPU ms/conn C",
+        ]);
     }
     if error {
         header.push("error");
@@ -173,6 +178,8 @@ fn results(md: &mut String, run: &BenchRun) {
                 let l = row.summary.latency.filter(|_| ran(row));
                 cells.push(l.map_or("-".into(), |l| num(l.p50_ms)));
                 cells.push(l.map_or("-".into(), |l| num(l.p99_ms)));
+                cells.push(l.map_or("-".into(), |l| num(l.client_cpu_ms)));
+                cells.push(l.map_or("-".into(), |l| num(l.server_cpu_ms)));
             }
             if error {
                 cells.push(row.error.as_deref().map_or(String::new(), esc));

@@ -142,7 +142,7 @@ impl Columns {
     fn count(&self) -> usize {
         7 + usize::from(self.verdict)
             + usize::from(self.idle)
-            + usize::from(self.latency)
+            + 2 * usize::from(self.latency)
             + usize::from(self.error)
     }
 
@@ -166,6 +166,7 @@ impl Columns {
         }
         if self.latency {
             h.push("latency ms p50 / p99".to_owned());
+            h.push("CPU ms/conn B / C".to_owned());
         }
         if self.error {
             h.push("error".to_owned());
@@ -236,6 +237,9 @@ impl Columns {
         if self.latency {
             let lat = s.latency.filter(|_| ok);
             c.push(lat.map_or("-".into(), |l| pair(num(l.p50_ms), num(l.p99_ms))));
+            c.push(lat.map_or("-".into(), |l| {
+                pair(num(l.client_cpu_ms), num(l.server_cpu_ms))
+            }));
         }
         if self.error {
             c.push(row.error.as_deref().map_or(String::new(), short_error));
