@@ -503,6 +503,73 @@ fn sing_box_client_xray_server_reality_vision() {
     }
 }
 
+/// Skiff's REALITY client (B) against Xray's REALITY server (C), Vision with a TLS 1.3
+/// payload: besides the checked bytes, Skiff's client must leave the outer TLS in both
+/// directions and splice, over REALITY as over TLS. (Skiff's server side is checked by the
+/// Xray-client cases above.)
+#[test]
+fn skiff_client_xray_server_reality_vision_splices_both_ways() {
+    let _serial = one_at_a_time();
+    let Some(xray) = xray() else { return };
+    let Some(nginx) = nginx_binary() else { return };
+    let bulk = 16 << 20;
+    let dir = TempDir::new("reality-skiff-client-vision");
+    let keys = keys();
+    let (target_port, b_port, c_port) = (free_port(), free_port(), free_port());
+    let (_nginx, _) = start_target(&nginx, dir.path(), target_port);
+    let rt = runtime();
+    let d = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let d_port = d.local_addr().unwrap().port();
+    let server = server_config(
+        c_port,
+        VISION,
+        server_reality(&keys, target_port, serde_json::json!({})),
+        &dir.path().join("c-xray.log"),
+    );
+    let (_c, _) = start_peer(&xray, "xray", dir.path(), "c", &server, c_port, false);
+    let b_log = dir.path().join("b-skiff.log");
+    let client = xray_client_config(
+        "tcp",
+        Ports {
+            listen: b_port,
+            target: d_port,
+            server: c_port,
+        },
+        VISION,
+        &keys.public,
+        SHORT_ID,
+        &b_log,
+    );
+    let (mut b, b_out) = start_skiff(dir.path(), "b", &client, &[b_port]);
+    let result = transfer(&rt, d, b_port, dir.path(), bulk);
+    let tail = |p: &Path| {
+        let text = std::fs::read_to_string(p).unwrap_or_default();
+        text.lines().rev().take(40).collect::<Vec<_>>().join("\n")
+    };
+    let (up, down) =
+        result.unwrap_or_else(|_| panic!("transfer deadline; skiff log:\n{}", tail(&b_log)));
+    assert_eq!(up, (bulk, digest(1, bulk)), "uplink length and SHA-256");
+    assert_eq!(down, (bulk, digest(2, bulk)), "downlink length and SHA-256");
+    std::thread::sleep(Duration::from_millis(300));
+    let text = std::fs::read_to_string(&b_log).unwrap_or_default();
+    assert!(
+        text.contains("Vision: the peer went direct")
+            && text.contains("Vision: inner TLS 1.3 application data"),
+        "Skiff's client did not go direct both ways; log:\n{}",
+        tail(&b_log)
+    );
+    assert!(
+        text.lines().any(|l| (l.contains("connection finished")
+            || l.contains("connection failed"))
+            && l.contains("spliced=true")),
+        "Skiff's client did not splice; log:\n{}",
+        tail(&b_log)
+    );
+    assert_healthy(&mut b, &b_out);
+}
+
 #[test]
 fn unknown_short_id_goes_to_the_target() {
     let _serial = one_at_a_time();
