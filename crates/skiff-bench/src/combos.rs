@@ -13,6 +13,13 @@ pub enum Kind {
     /// B: dokodemo-door → VLESS out over gRPC (Xray's "gun", one HTTP/2 stream per
     /// connection) with TLS; C: VLESS in over gRPC → freedom.
     VlessGrpc,
+    /// B: dokodemo-door → VLESS out over HTTPUpgrade (an HTTP/1.1 upgrade, then raw bytes);
+    /// C: VLESS in over HTTPUpgrade → freedom. No TLS.
+    VlessHttpUpgrade,
+    /// B: dokodemo-door → VLESS out over XHTTP in `mode` (`packet-up`: the upload as numbered
+    /// POSTs; `stream-one`: one streaming request each way) with TLS, so HTTP/2; C: VLESS in
+    /// over XHTTP → freedom.
+    VlessXhttp { mode: &'static str },
     /// VLESS with XTLS Vision over TCP + TLS 1.3: leaves the outer TLS (and splices) once the
     /// inner traffic is TLS 1.3 application data, so it shows with `--payload tls`.
     VlessVision,
@@ -107,6 +114,7 @@ impl Kind {
             self,
             Kind::Vless { tls: true, .. }
                 | Kind::VlessGrpc
+                | Kind::VlessXhttp { .. }
                 | Kind::VlessVision
                 | Kind::Trojan { .. }
                 | Kind::Vmess { tls: true, .. }
@@ -168,6 +176,21 @@ pub const ALL: &[Combination] = &[
         name: "vless-grpc-tls",
         about: "VLESS over gRPC (gun) with TLS",
         kind: Kind::VlessGrpc,
+    },
+    Combination {
+        name: "vless-httpupgrade",
+        about: "VLESS over HTTPUpgrade (no TLS)",
+        kind: Kind::VlessHttpUpgrade,
+    },
+    Combination {
+        name: "vless-xhttp-tls-packet-up",
+        about: "VLESS over XHTTP in packet-up mode (the upload as numbered POSTs) with TLS (HTTP/2)",
+        kind: Kind::VlessXhttp { mode: "packet-up" },
+    },
+    Combination {
+        name: "vless-xhttp-tls-stream-one",
+        about: "VLESS over XHTTP in stream-one mode (one streaming request) with TLS (HTTP/2)",
+        kind: Kind::VlessXhttp { mode: "stream-one" },
     },
     Combination {
         name: "vless-vision",
@@ -329,7 +352,14 @@ mod tests {
         assert_eq!(names, ["raw", "tunnel"]);
         let names: Vec<_> = select(Some("vless-ws")).iter().map(|c| c.name).collect();
         assert_eq!(names, ["vless-ws"]);
-        assert_eq!(select(Some("vless")).len(), 7);
+        assert_eq!(select(Some("vless")).len(), 10);
+        let names: Vec<_> = select(Some("xhttp")).iter().map(|c| c.name).collect();
+        assert_eq!(
+            names,
+            ["vless-xhttp-tls-packet-up", "vless-xhttp-tls-stream-one"]
+        );
+        assert!(select(Some("xhttp")).iter().all(|c| c.kind.tls()));
+        assert!(!select(Some("vless-httpupgrade"))[0].kind.tls());
         assert!(select(Some("vless-vision"))[0].kind.tls());
         // REALITY borrows its target's handshake: a target to start, no certificate of C's.
         let reality = select(Some("vless-reality-vision"))[0].kind;

@@ -591,6 +591,11 @@ impl Implementation {
             Kind::Mkcp => matches!(self.flavor, Flavor::Skiff | Flavor::V2ray),
             // v2ray 4.34's gRPC predates Xray's; sing-box would need its own config format.
             Kind::VlessGrpc => matches!(self.flavor, Flavor::Skiff | Flavor::Xray),
+            // Both are Xray's (2023 and 2024): v2ray 4.34 has neither; sing-box speaks
+            // HTTPUpgrade (its own config format) but not XHTTP.
+            Kind::VlessHttpUpgrade | Kind::VlessXhttp { .. } => {
+                matches!(self.flavor, Flavor::Skiff | Flavor::Xray)
+            }
             // v2ray 4.34 has no flows; sing-box speaks Vision in its own config format.
             Kind::VlessVision => matches!(self.flavor, Flavor::Skiff | Flavor::Xray),
             // v2ray 4.34 predates REALITY.
@@ -670,6 +675,28 @@ impl Implementation {
                         xray_vless_client(hops.b_listen, hops.d, hops.c_listen, stream, flow)
                     }
                     Role::Server => xray_vless_server(hops.c_listen, stream, flow),
+                }
+            }
+            (Kind::VlessHttpUpgrade, Flavor::Skiff | Flavor::Xray) => {
+                let mut stream = proxy_stream(false, false, role, self.flavor, hops)?;
+                stream["network"] = json!("httpupgrade");
+                stream["httpupgradeSettings"] = json!({ "path": "/bench" });
+                match role {
+                    Role::Client => {
+                        xray_vless_client(hops.b_listen, hops.d, hops.c_listen, stream, "")
+                    }
+                    Role::Server => xray_vless_server(hops.c_listen, stream, ""),
+                }
+            }
+            (Kind::VlessXhttp { mode }, Flavor::Skiff | Flavor::Xray) => {
+                let mut stream = proxy_stream(true, false, role, self.flavor, hops)?;
+                stream["network"] = json!("xhttp");
+                stream["xhttpSettings"] = json!({ "path": "/bench", "mode": mode });
+                match role {
+                    Role::Client => {
+                        xray_vless_client(hops.b_listen, hops.d, hops.c_listen, stream, "")
+                    }
+                    Role::Server => xray_vless_server(hops.c_listen, stream, ""),
                 }
             }
             (Kind::VlessVisionReality, Flavor::Skiff | Flavor::Xray) => {

@@ -15,7 +15,11 @@ use crate::impls::{BENCH_PASSWORD, BENCH_UUID, Hops, Role, ss_password};
 /// Whether sing-box runs `kind` in the bench. It speaks every TCP combination the bench has;
 /// it has no kcptun, and its mKCP-free build has no V2Ray mKCP either.
 pub fn supports(kind: Kind) -> bool {
-    !matches!(kind, Kind::Raw | Kind::Kcp { .. } | Kind::Mkcp)
+    // sing-box has no XHTTP.
+    !matches!(
+        kind,
+        Kind::Raw | Kind::Kcp { .. } | Kind::Mkcp | Kind::VlessXhttp { .. }
+    )
 }
 
 /// The config for `role` in a combination of `kind`, or None if sing-box does not run it (or
@@ -74,6 +78,10 @@ fn transport_of(kind: Kind) -> (bool, Option<Value>) {
             true,
             Some(json!({ "type": "grpc", "service_name": "bench" })),
         ),
+        Kind::VlessHttpUpgrade => (
+            false,
+            Some(json!({ "type": "httpupgrade", "path": "/bench" })),
+        ),
         Kind::Trojan { ws: w } => (true, ws(w)),
         _ => (false, None),
     }
@@ -83,7 +91,11 @@ fn transport_of(kind: Kind) -> (bool, Option<Value>) {
 fn protocol_fields(kind: Kind, role: Role) -> Value {
     let server = role == Role::Server;
     match kind {
-        Kind::Vless { .. } | Kind::VlessGrpc | Kind::VlessVision | Kind::VlessVisionReality => {
+        Kind::Vless { .. }
+        | Kind::VlessGrpc
+        | Kind::VlessHttpUpgrade
+        | Kind::VlessVision
+        | Kind::VlessVisionReality => {
             let flow = if matches!(kind, Kind::VlessVision | Kind::VlessVisionReality) {
                 "xtls-rprx-vision"
             } else {
@@ -189,6 +201,8 @@ mod tests {
         assert!(supported.contains(&"vless-vision") && supported.contains(&"ss-2022"));
         assert!(supported.contains(&"tunnel") && supported.contains(&"trojan-ws-tls"));
         assert!(!supported.iter().any(|n| *n == "raw" || n.contains("kcp")));
+        assert!(supported.contains(&"vless-httpupgrade"));
+        assert!(!supported.iter().any(|n| n.contains("xhttp")));
         for c in ALL.iter().filter(|c| supports(c.kind)) {
             for role in [Role::Client, Role::Server] {
                 assert!(config(c.kind, role, &hops()).is_some(), "{}", c.name);
@@ -309,7 +323,7 @@ mod tests {
                 checked += 1;
             }
         }
-        assert!(checked >= 32, "{checked}");
+        assert!(checked >= 34, "{checked}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
