@@ -431,3 +431,77 @@ fn a_replayed_client_hello_goes_to_the_target() {
         "log:\n{text}"
     );
 }
+
+/// `target` as a unix socket with `xver` (PROXY protocol v1 and v2), as the all-in-one
+/// setups run nginx behind REALITY: nginx listens on the socket with `proxy_protocol` and so
+/// refuses any connection that does not open with the header. A prober gets the target's
+/// certificate and page through Skiff, and nginx logs the prober's own address from the
+/// header.
+#[test]
+fn a_unix_socket_target_behind_the_proxy_protocol_serves_the_prober() {
+    if nginx_binary().is_none() || tool("openssl", &["/usr/bin/openssl"]).is_none() {
+        return;
+    }
+    let nginx = nginx_binary().expect("checked above");
+    let dir = TempDir::new("reality-unix-xver");
+    let keys = keys();
+    let ndir = dir.path().join("nginx");
+    std::fs::create_dir_all(&ndir).unwrap();
+    let (cert, key) = certificate(&ndir);
+    let root = site(&ndir, "target", TARGET_MARKER);
+    let socket = ndir.join("target.sock");
+    let access = ndir.join("logs/real.log");
+    let servers = format!(
+        r#"    server {{
+        listen unix:{socket} ssl proxy_protocol;
+        server_name localhost;
+        ssl_certificate {cert};
+        ssl_certificate_key {key};
+        access_log {access} real;
+        root {root};
+    }}"#,
+        socket = socket.display(),
+        cert = cert.display(),
+        key = key.display(),
+        access = access.display(),
+        root = root.display()
+    );
+    let _nginx = start_nginx(&nginx, &ndir, &servers, &[]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !socket.exists() {
+        assert!(std::time::Instant::now() < deadline, "nginx made no socket");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let target_cert = std::fs::read_to_string(&cert).unwrap();
+    for xver in [1, 2] {
+        let port = free_port();
+        let config = server_config(
+            port,
+            "xtls-rprx-vision",
+            server_reality(
+                &keys,
+                0,
+                serde_json::json!({ "target": socket.display().to_string(), "xver": xver }),
+            ),
+            &dir.path().join(format!("skiff-{xver}.log")),
+        );
+        let (_skiff, _) = start_skiff(dir.path(), &format!("skiff-{xver}"), &config, &[port]);
+        let seen = s_client_full(port, Some("localhost"));
+        assert!(seen.http_ok, "xver {xver}: the target's page: {seen:?}");
+        assert_eq!(
+            seen.leaf.trim(),
+            target_cert.trim(),
+            "xver {xver}: the target's certificate"
+        );
+        // The header carried the prober's address (loopback) and its port, a real one.
+        let log = std::fs::read_to_string(&access).unwrap_or_default();
+        let line = log.lines().last().unwrap_or_default().to_owned();
+        let (addr, rest) = line.split_once(' ').unwrap_or_default();
+        let (ip, src_port) = addr.rsplit_once(':').unwrap_or_default();
+        assert_eq!(ip, "127.0.0.1", "xver {xver}: nginx logged {line:?}");
+        assert!(
+            src_port.parse::<u16>().is_ok_and(|p| p != 0) && rest.contains("GET / "),
+            "xver {xver}: nginx logged {line:?}"
+        );
+    }
+}
