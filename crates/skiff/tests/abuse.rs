@@ -30,14 +30,17 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// An unreadable figure fails the test: a 0 would make the memory bounds pass vacuously.
 fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_else(|e| panic!("/proc/{pid}/status: {e}"));
     status
         .lines()
         .find(|l| l.starts_with("VmRSS:"))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+        .filter(|&kib: &u64| kib > 0)
+        .unwrap_or_else(|| panic!("no VmRSS in /proc/{pid}/status"))
 }
 
 fn raise_nofile() {

@@ -449,16 +449,6 @@ fn half_close_between_skiff_ends() {
     assert_healthy(&mut client, &client_log);
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 /// One VLESS Mux connection opening 10 000 TCP sub-connections to a destination that takes
 /// them and never reads: past the bound each gets an error End, the log says why once, the
 /// server's memory stays bounded, and another client is served meanwhile.

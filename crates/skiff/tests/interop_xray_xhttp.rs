@@ -601,12 +601,3 @@ fn hostile_sequence_numbers_are_refused_and_bounded() {
     }
     assert_healthy(&mut skiff, &log);
 }
-
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}

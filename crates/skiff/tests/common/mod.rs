@@ -509,3 +509,16 @@ pub fn site(dir: &Path, name: &str, marker: &str) -> PathBuf {
     std::fs::write(root.join("index.html"), page).unwrap();
     root
 }
+
+/// The resident set of process `pid` in KiB. An unreadable figure fails the test: a 0 would
+/// make a memory bound pass vacuously.
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_else(|e| panic!("/proc/{pid}/status: {e}"));
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .filter(|&kib: &u64| kib > 0)
+        .unwrap_or_else(|| panic!("no VmRSS in /proc/{pid}/status"))
+}
