@@ -12,6 +12,10 @@ const ROW: &str = "delay=100ms,loss=9%";
 #[test]
 fn link_lossy_row_baseline() {
     if let Err(why) = link::check_support() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root with /dev/net/tun: {why}"
+        );
         println!("skipped: {why}");
         return;
     }
@@ -43,6 +47,10 @@ fn link_lossy_row_baseline() {
 #[ignore = "takes minutes; run by hand for the report"]
 fn link_lossy_full_downloads() {
     if let Err(why) = link::check_support() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root with /dev/net/tun: {why}"
+        );
         println!("skipped: {why}");
         return;
     }
