@@ -578,4 +578,35 @@ fn wrong_key_delivers_nothing() {
         "a datagram got through with the wrong key"
     );
     assert_healthy(&mut skiff, &log);
+
+    // The control: the same setup with the right key carries the same datagrams, so the
+    // silence above was the key's doing, not a broken tunnel.
+    let (server_port, client_port) = (free_port(), free_port());
+    let (mut right, right_log) = start_skiff(
+        dir.path(),
+        "server-right",
+        &skiff_server_config(server_port, echo.port, &theirs),
+        &[],
+    );
+    wait_udp(&mut right, server_port, &right_log);
+    let (_client, _) = start_speeder(
+        &bin,
+        dir.path(),
+        "client-right",
+        client_port,
+        server_port,
+        &theirs,
+        &[],
+    );
+    let mut echoed = 0;
+    for seq in 0..50 {
+        socket
+            .send_to(&datagram(seq), ("127.0.0.1", client_port))
+            .unwrap();
+        if socket.recv(&mut buf).is_ok() {
+            echoed += 1;
+        }
+    }
+    assert!(echoed > 0, "the right key carried nothing either");
+    assert_healthy(&mut right, &right_log);
 }
