@@ -316,6 +316,8 @@ fn compare(routed: bool) {
     );
     assert_eq!(skiff_said.reset_then, xray_said.reset_then, "after -reset");
     assert_eq!(skiff_said.missing, xray_said.missing, "an unknown counter");
+    // Both must succeed: equal failures would say nothing.
+    assert!(skiff_said.restart, "restartlogger failed against Skiff");
     assert_eq!(skiff_said.restart, xray_said.restart, "restartlogger");
     // statssys: Go runtime figures. The CLI prints only non-zero fields; Skiff's are a subset
     // of Xray's names, with tasks, memory and uptime always there.
