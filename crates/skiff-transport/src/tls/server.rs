@@ -222,10 +222,7 @@ fn load_entry(
         }
         Err(e) => return Err(format!("bad private key PEM: {e}")),
     };
-    let signing_key = provider
-        .key_provider
-        .load_private_key(key)
-        .map_err(|e| format!("unusable private key: {e}"))?;
+    let signing_key = load_key_whatever_its_label(provider, key)?;
     let names = leaf_names(&chain[0]).ok_or("leaf certificate is not valid DER X.509")?;
     let certified = CertifiedKey::new(chain, signing_key);
     match certified.keys_match() {
@@ -238,6 +235,31 @@ fn load_entry(
         key: Arc::new(certified),
         names,
     })
+}
+
+/// Loads `key`; if its PEM label names a form its bytes are not in, the same bytes are tried
+/// as each of the other forms, as Go's `tls.X509KeyPair` (so Xray) does: `xray tls cert`
+/// writes a PKCS#8 EC key under an `RSA PRIVATE KEY` label.
+fn load_key_whatever_its_label(
+    provider: &rustls::crypto::CryptoProvider,
+    key: PrivateKeyDer<'static>,
+) -> Result<Arc<dyn rustls::sign::SigningKey>, String> {
+    use rustls::pki_types::{PrivatePkcs1KeyDer, PrivatePkcs8KeyDer, PrivateSec1KeyDer};
+    let first_error = match provider.key_provider.load_private_key(key.clone_key()) {
+        Ok(k) => return Ok(k),
+        Err(e) => e,
+    };
+    let der = key.secret_der().to_vec();
+    let others: [PrivateKeyDer<'static>; 3] = [
+        PrivatePkcs8KeyDer::from(der.clone()).into(),
+        PrivateSec1KeyDer::from(der.clone()).into(),
+        PrivatePkcs1KeyDer::from(der).into(),
+    ];
+    others
+        .into_iter()
+        .filter(|other| std::mem::discriminant(other) != std::mem::discriminant(&key))
+        .find_map(|other| provider.key_provider.load_private_key(other).ok())
+        .ok_or_else(|| format!("unusable private key: {first_error}"))
 }
 
 /// Picks the certificate for a ClientHello by SNI (rustls calls this during the handshake).
@@ -405,7 +427,30 @@ fn collect_common_names(mut subject: &[u8], names: &mut Vec<String>) -> Option<(
 
 #[cfg(test)]
 mod tests {
-    use super::{leaf_names, name_matches};
+    use super::{leaf_names, load_entry, name_matches};
+
+    /// `xray tls cert` writes its PKCS#8 EC key under an `RSA PRIVATE KEY` label; Xray reads
+    /// it, and so must we.
+    #[test]
+    fn a_key_under_the_wrong_pem_label_still_loads() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["mislabelled.test".into()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let pkcs8 = key.serialize_pem();
+        assert!(pkcs8.starts_with("-----BEGIN PRIVATE KEY-----"));
+        let mislabelled = pkcs8.replace("PRIVATE KEY-----", "RSA PRIVATE KEY-----");
+        let provider = super::provider();
+        for key_pem in [&pkcs8, &mislabelled] {
+            let entry = load_entry(&provider, &cert.pem(), key_pem);
+            assert!(entry.is_ok(), "{key_pem}: {:?}", entry.err());
+        }
+        // Bytes that are no key under any label still fail, with the first reason.
+        let garbage = "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n";
+        let err = load_entry(&provider, &cert.pem(), garbage).err().unwrap();
+        assert!(err.starts_with("unusable private key"), "{err}");
+    }
 
     #[test]
     fn wildcard_is_one_label_deep() {
