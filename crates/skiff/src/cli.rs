@@ -25,8 +25,9 @@ use clap::{Parser, Subcommand};
                   config and names each problem's file, line and JSON path. `skiff bench` measures\n\
                   Skiff beside the Xray, v2ray, trojan, Shadowsocks and kcptun found here.\n\
                   `skiff share -c FILE --address HOST` prints the vless://, vmess://, trojan:// and\n\
-                  ss:// links (and QR codes) clients import. `skiff uuid` and `skiff x25519` make\n\
-                  ids and keys exactly as Xray's commands do."
+                  ss:// links (and QR codes) clients import. `skiff uuid`, `skiff x25519` and\n\
+                  `skiff tls cert` make ids, keys and self-signed certificates as Xray's\n\
+                  commands do."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -109,6 +110,19 @@ pub enum Command {
         #[arg(long = "std-encoding")]
         std_encoding: bool,
     },
+    /// TLS tools, as `xray tls`: `cert` makes a self-signed certificate.
+    Tls {
+        #[command(subcommand)]
+        command: TlsCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TlsCommand {
+    /// Print (as JSON) or write a new self-signed certificate and its ECDSA P-256 key, as
+    /// `xray tls cert` makes them; its flags also take Xray's spellings (`-domain=NAME`,
+    /// `--json=false`).
+    Cert(crate::tls_cert::CertArgs),
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -123,7 +137,8 @@ pub struct ConfigArgs {
 
 /// Rewrites Xray's single-dash long options to clap's spelling.
 pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
-    args.into_iter()
+    let args = args
+        .into_iter()
         .map(|a| match a.to_str() {
             Some("-config") => "--config".into(),
             Some("-confdir") => "--confdir".into(),
@@ -131,7 +146,8 @@ pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString>
             Some(s) if s.starts_with("-confdir=") => format!("-{s}").into(),
             _ => a,
         })
-        .collect()
+        .collect();
+    crate::tls_cert::normalize_args(args)
 }
 
 #[cfg(test)]

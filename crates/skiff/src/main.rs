@@ -1,8 +1,9 @@
-//! The `skiff` binary: run | check | bench | share | version | uuid | x25519.
+//! The `skiff` binary: run | check | bench | share | version | uuid | x25519 | tls cert.
 
 mod cli;
 mod logging;
 mod share;
+mod tls_cert;
 mod uuid;
 mod x25519;
 
@@ -10,7 +11,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use cli::{Cli, Command, ConfigArgs};
+use cli::{Cli, Command, ConfigArgs, TlsCommand};
 use skiff_config::{Diagnostic, Loaded, Source};
 
 fn main() -> ExitCode {
@@ -50,6 +51,9 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Tls {
+            command: TlsCommand::Cert(args),
+        } => tls_cert::run(&args),
         Command::Share {
             config,
             inbound,
