@@ -194,6 +194,19 @@ impl HeaderFirst {
         ready!(self.poll_drain_as_writer(inner, cx))?;
         Pin::new(inner).poll_shutdown(cx)
     }
+
+    /// A flush that does not send a header nobody has written behind yet: it finishes a
+    /// write already started and flushes the inner stream (a server's response, below).
+    fn poll_flush_unforced(
+        &mut self,
+        inner: &mut BoxStream,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        if self.state == State::Draining {
+            ready!(self.poll_drain_as_writer(inner, cx))?;
+        }
+        Pin::new(inner).poll_flush(cx)
+    }
 }
 
 /// A stream whose writes go through [`HeaderFirst`] (Trojan's whole client; under VLESS's,
@@ -284,5 +297,187 @@ impl ProxyStream for HeaderFirstStream {
 
     fn reset_on_close(&mut self) {
         self.inner.reset_on_close()
+    }
+}
+
+/// A server's response header (VLESS) that leaves with the first bytes of the answer, as
+/// Xray's does, not as soon as the request is accepted: a client that ends its tunnel
+/// without reading (sing-box's does, once its upload is done and nothing came back) would
+/// otherwise close with our unread header in its socket, which the kernel answers with a
+/// reset that throws away the tail of its upload. Reads pass straight through; a flush does
+/// not force the header out; a shutdown does (the client then reads a whole response).
+pub(crate) struct ResponseFirstStream {
+    inner: BoxStream,
+    header: HeaderFirst,
+}
+
+impl ResponseFirstStream {
+    pub(crate) fn new(inner: BoxStream, protocol: &'static str, header: &[u8]) -> Self {
+        ResponseFirstStream {
+            inner,
+            // The first answer rides whole with the header (the relay writes at most its
+            // buffer's worth at a time).
+            header: HeaderFirst::new(protocol, Ok(header.to_vec()), 64 * 1024),
+        }
+    }
+}
+
+impl AsyncRead for ResponseFirstStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for ResponseFirstStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        this.header.poll_write(&mut this.inner, cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        this.header.poll_write_vectored(&mut this.inner, cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        this.header.poll_flush_unforced(&mut this.inner, cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        this.header.poll_shutdown(&mut this.inner, cx)
+    }
+}
+
+impl ProxyStream for ResponseFirstStream {
+    /// Whole only once the header is out; until then the relay copies the first answer
+    /// through us, then splices.
+    fn raw_tcp(&self) -> Option<&tokio::net::TcpStream> {
+        if self.header.is_done() {
+            self.inner.raw_tcp()
+        } else {
+            None
+        }
+    }
+
+    /// The read side never carried anything of ours: it may be spliced from the start.
+    fn raw_tcp_read(&self) -> Option<&tokio::net::TcpStream> {
+        self.inner.raw_tcp_read()
+    }
+
+    fn raw_tcp_write(&self) -> Option<&tokio::net::TcpStream> {
+        if self.header.is_done() {
+            self.inner.raw_tcp_write()
+        } else {
+            None
+        }
+    }
+
+    fn take_read_residue(&mut self) -> Option<bytes::Bytes> {
+        self.inner.take_read_residue()
+    }
+
+    fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.inner.poll_read_ready(cx)
+    }
+
+    fn reset_on_close(&mut self) {
+        self.inner.reset_on_close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+
+    use super::*;
+
+    /// A connected pair: the server side wrapped, the client side bare.
+    async fn pair() -> (ResponseFirstStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        (
+            ResponseFirstStream::new(Box::new(server), "VLESS", &[0, 0]),
+            client,
+        )
+    }
+
+    async fn nothing_arrives(client: &mut TcpStream) -> bool {
+        let mut byte = [0u8; 1];
+        tokio::time::timeout(Duration::from_millis(150), client.read(&mut byte))
+            .await
+            .is_err()
+    }
+
+    #[tokio::test]
+    async fn the_header_leaves_with_the_first_answer_not_on_a_flush() {
+        let (mut server, mut client) = pair().await;
+        assert!(
+            server.raw_tcp_read().is_some(),
+            "reads are ours from the start"
+        );
+        assert!(
+            server.raw_tcp_write().is_none(),
+            "the header is still to go"
+        );
+        server.flush().await.unwrap();
+        assert!(
+            nothing_arrives(&mut client).await,
+            "a flush sent the header"
+        );
+        server.write_all(b"answer").await.unwrap();
+        let mut got = [0u8; 8];
+        client.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"\0\0answer");
+        assert!(
+            server.raw_tcp_write().is_some(),
+            "spliceable once it is out"
+        );
+        server.write_all(b"more").await.unwrap();
+        let mut got = [0u8; 4];
+        client.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"more");
+    }
+
+    #[tokio::test]
+    async fn an_answer_that_ends_empty_still_gets_the_header() {
+        let (mut server, mut client) = pair().await;
+        server.shutdown().await.unwrap();
+        let mut got = Vec::new();
+        client.read_to_end(&mut got).await.unwrap();
+        assert_eq!(got, [0, 0]);
+    }
+
+    #[tokio::test]
+    async fn reading_sends_nothing() {
+        let (mut server, mut client) = pair().await;
+        client.write_all(b"request").await.unwrap();
+        let mut got = [0u8; 7];
+        server.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"request");
+        assert!(nothing_arrives(&mut client).await, "a read sent the header");
     }
 }

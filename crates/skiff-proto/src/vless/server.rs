@@ -5,13 +5,14 @@ use std::io;
 
 use skiff_core::stream::with_prefix;
 use skiff_core::{Address, BoxStream, ProxyStream};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 
 use super::codec::{
     Command, FLOW_VISION, MAX_REQUEST_HEADER_LEN, Parsed, RESPONSE_HEADER, VlessError,
     parse_request, parse_request_user,
 };
 use super::vision::{Side, VisionStream};
+use crate::header_first::ResponseFirstStream;
 use crate::user_id::UserId;
 
 /// How many bytes the handshake reads at most: a whole maximal header fits, plus a little of
@@ -174,8 +175,8 @@ pub async fn accept<S: ProxyStream>(
                 payload,
             )?)
         } else {
-            stream.write_all(&RESPONSE_HEADER).await?;
-            stream.flush().await?;
+            // The response header waits for the first answer, as Xray's does.
+            let stream = ResponseFirstStream::new(Box::new(stream), "VLESS", &RESPONSE_HEADER);
             with_prefix(payload, stream)
         };
         return Ok(match request.command {
