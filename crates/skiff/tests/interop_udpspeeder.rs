@@ -23,6 +23,13 @@ const DATAGRAMS: u32 = 10_000;
 /// Loss allowed on loopback (speederv2 itself drops on full socket buffers now and then).
 const LOSS_LIMIT: f64 = 0.01;
 
+/// One case at a time: each starts several speederv2 and Skiff processes on UDP ports, and
+/// side by side on two busy cores they collided on ports and lost datagrams to load.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn speederv2() -> Option<PathBuf> {
     shared_peer("speederv2", "SPEEDERV2_BIN")
 }
@@ -455,6 +462,7 @@ fn label(s: &Setting) -> String {
 
 #[test]
 fn skiff_client_with_speederv2_server_matrix() {
+    let _serial = one_at_a_time();
     for s in &MATRIX {
         skiff_to_speederv2(s, &label(s), &[], LOSS_LIMIT);
     }
@@ -462,6 +470,7 @@ fn skiff_client_with_speederv2_server_matrix() {
 
 #[test]
 fn speederv2_client_with_skiff_server_matrix() {
+    let _serial = one_at_a_time();
     for s in &MATRIX {
         speederv2_to_skiff(s, &label(s), &[], LOSS_LIMIT);
     }
@@ -486,6 +495,7 @@ const PLAIN: [Setting; 2] = [
 
 #[test]
 fn disable_fec_and_disable_obscure_both_ways() {
+    let _serial = one_at_a_time();
     for s in &PLAIN {
         skiff_to_speederv2(s, &label(s), &[], LOSS_LIMIT);
         speederv2_to_skiff(s, &label(s), &[], LOSS_LIMIT);
@@ -498,6 +508,7 @@ fn disable_fec_and_disable_obscure_both_ways() {
 /// that shows the drop is real (it must lose at least 2 %).
 #[test]
 fn skiff_recovers_what_speederv2_random_drop_loses() {
+    let _serial = one_at_a_time();
     const DROP: [&str; 2] = ["--random-drop", "500"];
     for mode in [0, 1] {
         let s = Setting {
@@ -532,6 +543,7 @@ fn skiff_recovers_what_speederv2_random_drop_loses() {
 /// A wrong key is refused by the checksum: nothing gets through, nothing panics.
 #[test]
 fn wrong_key_delivers_nothing() {
+    let _serial = one_at_a_time();
     let Some(bin) = speederv2() else { return };
     let dir = TempDir::new("udpspeeder-k");
     let echo = Echo::start();

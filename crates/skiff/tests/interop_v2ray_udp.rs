@@ -685,8 +685,10 @@ fn skiff_server_ends_a_udp_stream_cut_inside_a_packet() {
     cut.shutdown(std::net::Shutdown::Write).unwrap();
     let started = Instant::now();
     let got = read_to_close(&mut cut, "cut stream");
+    // The response header leaves with the first answer, as Xray's does: a stream cut before
+    // the echo came back ends with nothing at all.
     assert!(
-        got == b"\x00\x00" || got == b"\x00\x00\x00\x05hello",
+        got.is_empty() || got == b"\x00\x00" || got == b"\x00\x00\x00\x05hello",
         "cut stream got {got:?}"
     );
     assert!(started.elapsed() < Duration::from_secs(5));
