@@ -161,7 +161,8 @@ async fn vless_tcp_16_mib_each_way() {
             let (destination, stream, user) = expect_stream(accept_ok(s).await);
             assert_eq!(destination, dest());
             assert_eq!(user.as_deref(), Some("me@example"));
-            assert!(stream.raw_tcp().is_some());
+            // Spliceable for reading now; for writing once the response header is out.
+            assert!(stream.raw_tcp_read().is_some());
             let (r, w) = tokio::io::split(stream);
             let (got, sent) = tokio::join!(hash_all(r), send_all(w, &down));
             sent.unwrap();
@@ -254,8 +255,10 @@ async fn vless_payload_sent_with_header_is_preserved() {
         let (destination, stream, user) = expect_stream(accept_ok(s).await);
         assert_eq!(destination, Address::Ip("127.0.0.1:20200".parse().unwrap()));
         assert_eq!(user.as_deref(), Some("me@example"));
-        // Payload was read with the header: the stream is Prefixed, still the socket below.
-        assert!(stream.raw_tcp().is_some());
+        // Payload was read with the header: the stream is Prefixed, still the socket below
+        // for reading; its write side becomes the socket once the response header is out.
+        assert!(stream.raw_tcp_read().is_some());
+        assert!(stream.raw_tcp_write().is_none());
         let (mut r, mut w) = tokio::io::split(stream);
         let mut got = Vec::new();
         r.read_to_end(&mut got).await.unwrap();
@@ -281,7 +284,7 @@ async fn vless_header_split_over_many_reads() {
         }
         let (destination, mut stream, _) = expect_stream(server_task.await.unwrap());
         assert_eq!(destination, dest());
-        assert!(stream.raw_tcp().is_some());
+        assert!(stream.raw_tcp_read().is_some());
         c.write_all(b"after").await.unwrap();
         let mut got = [0u8; 5];
         stream.read_exact(&mut got).await.unwrap();
