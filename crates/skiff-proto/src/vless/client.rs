@@ -207,6 +207,22 @@ impl ProxyStream for VlessClientStream {
         }
     }
 
+    /// The read side is the socket once the response header is stripped.
+    fn raw_tcp_read(&self) -> Option<&tokio::net::TcpStream> {
+        if self.resp_done {
+            self.inner.raw_tcp_read()
+        } else {
+            None
+        }
+    }
+
+    /// The write side is the socket as soon as the request header is out, whether or not a
+    /// response has come: a server answers with its first bytes (Xray's, and Skiff's), so an
+    /// upload that gets no answer would otherwise be copied to its end instead of spliced.
+    fn raw_tcp_write(&self) -> Option<&tokio::net::TcpStream> {
+        self.inner.raw_tcp_write()
+    }
+
     fn take_read_residue(&mut self) -> Option<bytes::Bytes> {
         if self.resp_done {
             self.inner.take_read_residue()
