@@ -212,14 +212,51 @@ impl HeaderFirst {
 /// A stream whose writes go through [`HeaderFirst`] (Trojan's whole client; under VLESS's,
 /// which also strips the response). Reads pass straight through, after sending a header
 /// still waiting so that a server-speaks-first protocol gets going.
+///
+/// [`HeaderFirstStream::response`] is the server's side of the same idea: a response header
+/// (VLESS's) that leaves with the first bytes of the answer, as Xray's does, not as soon as
+/// the request is accepted. A client that ends its tunnel without reading (sing-box's does,
+/// once its upload is done and nothing came back) would otherwise close with our unread
+/// header in its socket, which the kernel answers with a reset that throws away the tail of
+/// its upload. There reads pass straight through, a flush does not force the header out,
+/// and a shutdown does (the client then reads a whole response).
 pub(crate) struct HeaderFirstStream {
     inner: BoxStream,
     header: HeaderFirst,
+    leads: Leads,
+}
+
+/// Whose header the stream holds back.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Leads {
+    /// A client's request: a read or a flush sends it too.
+    Request,
+    /// A server's response: only the answer's first bytes or its end send it.
+    Response,
 }
 
 impl HeaderFirstStream {
     pub(crate) fn new(inner: BoxStream, header: HeaderFirst) -> HeaderFirstStream {
-        HeaderFirstStream { inner, header }
+        HeaderFirstStream {
+            inner,
+            header,
+            leads: Leads::Request,
+        }
+    }
+
+    /// A server stream whose `header` waits for the first answer.
+    pub(crate) fn response(
+        inner: BoxStream,
+        protocol: &'static str,
+        header: &[u8],
+    ) -> HeaderFirstStream {
+        HeaderFirstStream {
+            inner,
+            // The first answer rides whole with the header (the relay writes at most its
+            // buffer's worth at a time).
+            header: HeaderFirst::new(protocol, Ok(header.to_vec()), 64 * 1024),
+            leads: Leads::Response,
+        }
     }
 }
 
@@ -230,7 +267,7 @@ impl AsyncRead for HeaderFirstStream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if !this.header.is_done() {
+        if this.leads == Leads::Request && !this.header.is_done() {
             this.header.kick_from_reader(&mut this.inner, cx)?;
         }
         Pin::new(&mut this.inner).poll_read(cx, buf)
@@ -262,7 +299,10 @@ impl AsyncWrite for HeaderFirstStream {
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        this.header.poll_flush(&mut this.inner, cx)
+        match this.leads {
+            Leads::Request => this.header.poll_flush(&mut this.inner, cx),
+            Leads::Response => this.header.poll_flush_unforced(&mut this.inner, cx),
+        }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -272,8 +312,8 @@ impl AsyncWrite for HeaderFirstStream {
 }
 
 impl ProxyStream for HeaderFirstStream {
-    /// Once the request header is out the wrapper adds nothing: the relay may splice the
-    /// socket underneath (only ever raw when the protocol runs without TLS).
+    /// Once the header is out the wrapper adds nothing: the relay may splice the socket
+    /// underneath (only ever raw when the protocol runs without TLS).
     fn raw_tcp(&self) -> Option<&tokio::net::TcpStream> {
         if self.header.is_done() {
             self.inner.raw_tcp()
@@ -282,104 +322,13 @@ impl ProxyStream for HeaderFirstStream {
         }
     }
 
-    fn take_read_residue(&mut self) -> Option<bytes::Bytes> {
-        self.inner.take_read_residue()
-    }
-
-    fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if !self.header.is_done()
-            && let Err(error) = self.header.kick_from_reader(&mut self.inner, cx)
-        {
-            return Poll::Ready(Err(error));
-        }
-        self.inner.poll_read_ready(cx)
-    }
-
-    fn reset_on_close(&mut self) {
-        self.inner.reset_on_close()
-    }
-}
-
-/// A server's response header (VLESS) that leaves with the first bytes of the answer, as
-/// Xray's does, not as soon as the request is accepted: a client that ends its tunnel
-/// without reading (sing-box's does, once its upload is done and nothing came back) would
-/// otherwise close with our unread header in its socket, which the kernel answers with a
-/// reset that throws away the tail of its upload. Reads pass straight through; a flush does
-/// not force the header out; a shutdown does (the client then reads a whole response).
-pub(crate) struct ResponseFirstStream {
-    inner: BoxStream,
-    header: HeaderFirst,
-}
-
-impl ResponseFirstStream {
-    pub(crate) fn new(inner: BoxStream, protocol: &'static str, header: &[u8]) -> Self {
-        ResponseFirstStream {
-            inner,
-            // The first answer rides whole with the header (the relay writes at most its
-            // buffer's worth at a time).
-            header: HeaderFirst::new(protocol, Ok(header.to_vec()), 64 * 1024),
-        }
-    }
-}
-
-impl AsyncRead for ResponseFirstStream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for ResponseFirstStream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        this.header.poll_write(&mut this.inner, cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        this.header.poll_write_vectored(&mut this.inner, cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        this.header.poll_flush_unforced(&mut this.inner, cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        this.header.poll_shutdown(&mut this.inner, cx)
-    }
-}
-
-impl ProxyStream for ResponseFirstStream {
-    /// Whole only once the header is out; until then the relay copies the first answer
-    /// through us, then splices.
-    fn raw_tcp(&self) -> Option<&tokio::net::TcpStream> {
-        if self.header.is_done() {
-            self.inner.raw_tcp()
-        } else {
-            None
-        }
-    }
-
-    /// The read side never carried anything of ours: it may be spliced from the start.
+    /// A server's read side never carried anything of ours: spliceable from the start. A
+    /// client's waits for its request to be out, which its reads may have to send.
     fn raw_tcp_read(&self) -> Option<&tokio::net::TcpStream> {
-        self.inner.raw_tcp_read()
+        match self.leads {
+            Leads::Response => self.inner.raw_tcp_read(),
+            Leads::Request => self.raw_tcp(),
+        }
     }
 
     fn raw_tcp_write(&self) -> Option<&tokio::net::TcpStream> {
@@ -395,6 +344,12 @@ impl ProxyStream for ResponseFirstStream {
     }
 
     fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.leads == Leads::Request
+            && !self.header.is_done()
+            && let Err(error) = self.header.kick_from_reader(&mut self.inner, cx)
+        {
+            return Poll::Ready(Err(error));
+        }
         self.inner.poll_read_ready(cx)
     }
 
@@ -413,14 +368,14 @@ mod tests {
     use super::*;
 
     /// A connected pair: the server side wrapped, the client side bare.
-    async fn pair() -> (ResponseFirstStream, TcpStream) {
+    async fn pair() -> (HeaderFirstStream, TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let client = TcpStream::connect(listener.local_addr().unwrap())
             .await
             .unwrap();
         let (server, _) = listener.accept().await.unwrap();
         (
-            ResponseFirstStream::new(Box::new(server), "VLESS", &[0, 0]),
+            HeaderFirstStream::response(Box::new(server), "VLESS", &[0, 0]),
             client,
         )
     }

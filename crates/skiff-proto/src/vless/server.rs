@@ -12,7 +12,7 @@ use super::codec::{
     parse_request, parse_request_user,
 };
 use super::vision::{Side, VisionStream};
-use crate::header_first::ResponseFirstStream;
+use crate::header_first::HeaderFirstStream;
 use crate::user_id::UserId;
 
 /// How many bytes the handshake reads at most: a whole maximal header fits, plus a little of
@@ -176,7 +176,7 @@ pub async fn accept<S: ProxyStream>(
             )?)
         } else {
             // The response header waits for the first answer, as Xray's does.
-            let stream = ResponseFirstStream::new(Box::new(stream), "VLESS", &RESPONSE_HEADER);
+            let stream = HeaderFirstStream::response(Box::new(stream), "VLESS", &RESPONSE_HEADER);
             with_prefix(payload, stream)
         };
         return Ok(match request.command {
