@@ -13,7 +13,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::*;
@@ -509,23 +509,7 @@ fn servers_accept_the_generated_certificate() {
 
     let Some(xray) = xray() else { return };
     let port = free_port();
-    let path = dir.path().join("xray.json");
-    std::fs::write(&path, vless_tls_config(port, &cert, &key)).unwrap();
-    let log = dir.path().join("xray.out");
-    let file = std::fs::File::create(&log).unwrap();
-    let child = Command::new(&xray)
-        .arg("run")
-        .arg("-c")
-        .arg(&path)
-        .stdin(Stdio::null())
-        .stdout(file.try_clone().unwrap())
-        .stderr(file)
-        .spawn()
-        .unwrap();
-    let mut proc = Proc {
-        child,
-        what: "xray",
-    };
-    wait_ports(&mut proc, &[port], &log);
+    let config = vless_tls_config(port, &cert, &key);
+    let (_xray, _) = start_peer(&xray, "xray", dir.path(), "xray", &config, port, false);
     verified_handshake(port, &cert, "localhost", "xray");
 }

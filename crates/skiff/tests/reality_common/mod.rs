@@ -4,7 +4,7 @@
 #![allow(dead_code)] // Each test file uses its own subset.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::common::*;
 
@@ -133,37 +133,4 @@ pub fn xray_client_config(
                     "shortId": short_id, "fingerprint": "chrome" } } }]
     })
     .to_string()
-}
-
-/// Starts a peer binary (`xray run -c` / `sing-box run -c`) on `config` written to
-/// DIR/NAME.json; output to DIR/NAME.out. Waits for TCP `port`, or UDP when `udp`.
-pub fn start_peer(
-    binary: &Path,
-    what: &'static str,
-    dir: &Path,
-    name: &str,
-    config: &str,
-    port: u16,
-    udp: bool,
-) -> (Proc, PathBuf) {
-    let path = dir.join(format!("{name}.json"));
-    std::fs::write(&path, config).unwrap();
-    let out = dir.join(format!("{name}.out"));
-    let file = std::fs::File::create(&out).unwrap();
-    let child = Command::new(binary)
-        .arg("run")
-        .arg("-c")
-        .arg(&path)
-        .stdin(Stdio::null())
-        .stdout(file.try_clone().unwrap())
-        .stderr(file)
-        .spawn()
-        .unwrap();
-    let mut proc = Proc { child, what };
-    if udp {
-        wait_udp(&mut proc, port, &out);
-    } else {
-        wait_ports(&mut proc, &[port], &out);
-    }
-    (proc, out)
 }
