@@ -65,6 +65,12 @@ pub struct BenchArgs {
     /// Also measure connect + first byte over N connections (p50 / p99).
     #[arg(long, value_name = "N")]
     pub latency: Option<u32>,
+    /// Also run N short connections per row (connect, 1 KiB request, 1 KiB response, close)
+    /// from 16 client threads at once, and report connections per second, CPU-seconds per
+    /// 1 000 connections on B and C, and p50 / p99 time from connect to the response's first
+    /// byte. Raw payload; stops starting connections after 60 s.
+    #[arg(long, value_name = "N")]
+    pub rate: Option<u32>,
     /// Cross-check the raw and tunnel rows with iperf3 over the same path.
     #[arg(long)]
     pub iperf3: bool,

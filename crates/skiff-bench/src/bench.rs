@@ -71,6 +71,7 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
         cpu_limit,
         idle: args.idle,
         latency: args.latency,
+        rate: args.rate,
         tls,
     };
 

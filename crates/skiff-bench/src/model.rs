@@ -119,6 +119,10 @@ pub struct Summary {
     pub idle_kib_per_conn: Option<IdleMemory>,
     /// Connect + first byte through the chain, when measured (`--latency`).
     pub latency: Option<Latency>,
+    /// Short connections at saturation, when measured (`--rate N`; absent from results.json
+    /// written before it was).
+    #[serde(default)]
+    pub rate: Option<ConnRate>,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
@@ -140,4 +144,30 @@ pub struct Latency {
     pub client_cpu_ms: f64,
     #[serde(default)]
     pub server_cpu_ms: f64,
+}
+
+/// `--rate N`: N short connections through the chain, each connect, a 1 KiB request, a 1 KiB
+/// response, close, from several client threads at once so that the chain, not the source,
+/// is the limit.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ConnRate {
+    /// Connections that completed (the run stops early at its time limit).
+    pub connections: u32,
+    /// Connections that failed (refused, reset, timed out, short answer).
+    pub failed: u32,
+    /// Client threads that ran at once.
+    pub clients: u32,
+    /// Wall time of the whole run.
+    pub seconds: f64,
+    /// Completed connections per second.
+    pub per_second: f64,
+    /// From the start of connect to the first byte of the response.
+    pub ttfb_p50_ms: f64,
+    pub ttfb_p99_ms: f64,
+    /// CPU-seconds B and C spent per 1 000 completed connections (None: the raw row has no
+    /// B or C).
+    pub client_cpu_s_per_1k: Option<f64>,
+    pub server_cpu_s_per_1k: Option<f64>,
+    /// CPU-seconds the bench's own source and sink spent per 1 000 connections.
+    pub source_sink_cpu_s_per_1k: f64,
 }

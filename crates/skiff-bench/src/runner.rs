@@ -1,6 +1,6 @@
 //! Runs one row: starts C then B (each a separate process, so each side's CPU and memory are
 //! its own), warms the chain up, then measures each repeat with the bench's own source and
-//! sink, and optionally idle memory per connection and latency.
+//! sink, and optionally idle memory per connection, latency and connection rate.
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::cgroup::CpuCap;
 use crate::combos::{Combination, Kind};
 use crate::impls::{Hops, Implementation, Role};
-use crate::model::{IdleMemory, Latency, Row, Sample};
+use crate::model::{ConnRate, IdleMemory, Latency, Row, Sample};
 use crate::process::{Proc, free_port, own_cpu_s};
 use crate::stats::summarize;
 use crate::traffic::{self, Amount, Enter, Mode, Sink};
@@ -37,6 +37,8 @@ pub struct RowOptions {
     pub idle: Option<u32>,
     /// Measure connect + first byte this many times.
     pub latency: Option<u32>,
+    /// Run this many short connections at saturation (connections per second).
+    pub rate: Option<u32>,
     /// Wrap the bulk data in end-to-end TLS 1.3 (`--payload tls`).
     pub tls: Option<crate::tls::TlsPayload>,
 }
@@ -159,9 +161,10 @@ pub fn run_rows(
         row.summary = summarize(&row.samples);
         let Some(chain) = chain else { continue };
         match extras(chain, imp.is_some(), opts, place, progress) {
-            Ok((idle, latency)) => {
+            Ok((idle, latency, rate)) => {
                 row.summary.idle_kib_per_conn = idle;
                 row.summary.latency = latency;
+                row.summary.rate = rate;
             }
             Err(e) => row.error = Some(e.to_string()),
         }
@@ -225,16 +228,19 @@ fn measure_once(chain: &Chain, opts: &RowOptions, place: &Place) -> io::Result<S
     })
 }
 
-/// After the repeats: idle memory and latency when asked for, and a check that B and C
-/// lived through it all.
+/// What [`extras`] measured: idle memory, latency, connection rate.
+type Extras = (Option<IdleMemory>, Option<Latency>, Option<ConnRate>);
+
+/// After the repeats: idle memory, latency and connection rate when asked for, and a check
+/// that B and C lived through it all.
 fn extras(
     chain: &Chain,
     proxied: bool,
     opts: &RowOptions,
     place: &Place,
     progress: &dyn Fn(&str),
-) -> io::Result<(Option<IdleMemory>, Option<Latency>)> {
-    let mut summary_extra = (None, None);
+) -> io::Result<Extras> {
+    let mut summary_extra = (None, None, None);
     if let Some(n) = opts.idle.filter(|_| proxied) {
         progress(&format!("{n} idle connections"));
         let before = (usage(&chain.b), usage(&chain.c));
@@ -259,18 +265,48 @@ fn extras(
         let after = (usage(&chain.b), usage(&chain.c));
         let cpu_ms = |a: f64, b: f64| (a - b).max(0.0) * 1e3 / f64::from(n.max(1));
         ms.sort_by(f64::total_cmp);
-        let p = |q: f64| {
-            ms.get(((ms.len() as f64 - 1.0) * q).round() as usize)
-                .copied()
-                .unwrap_or(0.0)
-        };
         summary_extra.1 = Some(Latency {
             connections: n,
-            p50_ms: p(0.5),
-            p99_ms: p(0.99),
+            p50_ms: percentile(&ms, 0.5),
+            p99_ms: percentile(&ms, 0.99),
             client_cpu_ms: cpu_ms(after.0.cpu_s, before.0.cpu_s),
             server_cpu_ms: cpu_ms(after.1.cpu_s, before.1.cpu_s),
         });
+    }
+    if let Some(n) = opts.rate {
+        progress(&format!(
+            "rate × {n}, {} clients",
+            traffic::RATE_CLIENTS.min(n.max(1))
+        ));
+        let before = (usage(&chain.b), usage(&chain.c), own_cpu_s());
+        let run = traffic::rate(
+            chain.entry,
+            n,
+            traffic::RATE_CLIENTS,
+            traffic::RATE_TIME_LIMIT,
+            place.enter_b.clone(),
+        )?;
+        let after = (usage(&chain.b), usage(&chain.c), own_cpu_s());
+        if run.ttfb.is_empty() && n > 0 {
+            return Err(io::Error::other(format!(
+                "--rate: no connection completed ({} failed): {}",
+                run.failed,
+                run.first_error.as_deref().unwrap_or("time limit")
+            )));
+        }
+        let delta = |b: f64, a: f64| (a - b).max(0.0);
+        summary_extra.2 = Some(rate_figures(
+            &run,
+            chain
+                .b
+                .as_ref()
+                .map(|_| delta(before.0.cpu_s, after.0.cpu_s)),
+            chain
+                .c
+                .as_ref()
+                .map(|_| delta(before.1.cpu_s, after.1.cpu_s)),
+            delta(before.2, after.2),
+        ));
     }
     for side in [&chain.b, &chain.c].into_iter().flatten() {
         if !side_alive(side) {
@@ -282,6 +318,44 @@ fn extras(
         }
     }
     Ok(summary_extra)
+}
+
+/// The value at quantile `q` of `sorted` (nearest rank), 0 when empty.
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    sorted
+        .get(((sorted.len() as f64 - 1.0) * q).round() as usize)
+        .copied()
+        .unwrap_or(0.0)
+}
+
+/// A `--rate` run's figures, from what it did and the CPU-seconds B, C (None: not there) and
+/// the bench itself spent meanwhile.
+fn rate_figures(
+    run: &traffic::RateRun,
+    client_cpu_s: Option<f64>,
+    server_cpu_s: Option<f64>,
+    source_sink_cpu_s: f64,
+) -> ConnRate {
+    let done = run.ttfb.len() as u32;
+    let per_1k = |cpu_s: f64| cpu_s * 1000.0 / f64::from(done.max(1));
+    let mut ms: Vec<f64> = run.ttfb.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+    ms.sort_by(f64::total_cmp);
+    ConnRate {
+        connections: done,
+        failed: run.failed,
+        clients: run.clients,
+        seconds: run.seconds,
+        per_second: if run.seconds > 0.0 {
+            f64::from(done) / run.seconds
+        } else {
+            0.0
+        },
+        ttfb_p50_ms: percentile(&ms, 0.5),
+        ttfb_p99_ms: percentile(&ms, 0.99),
+        client_cpu_s_per_1k: client_cpu_s.map(per_1k),
+        server_cpu_s_per_1k: server_cpu_s.map(per_1k),
+        source_sink_cpu_s_per_1k: per_1k(source_sink_cpu_s),
+    }
 }
 
 fn side_alive(p: &Proc) -> bool {
@@ -512,5 +586,53 @@ impl WorkDir {
 impl Drop for WorkDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_figures_from_known_cpu() {
+        // 2000 connections in 0.8 s; TTFB 1 ms … 2 ms, then one slow one at 50 ms.
+        let mut ttfb: Vec<Duration> = (0..1999)
+            .map(|i| Duration::from_micros(1000 + i % 1000))
+            .collect();
+        ttfb.push(Duration::from_millis(50));
+        let run = traffic::RateRun {
+            ttfb,
+            failed: 3,
+            first_error: Some("reset".into()),
+            seconds: 0.8,
+            clients: 16,
+        };
+        let r = rate_figures(&run, Some(0.5), Some(1.2), 0.3);
+        assert_eq!((r.connections, r.failed, r.clients), (2000, 3, 16));
+        assert!((r.per_second - 2500.0).abs() < 1e-9, "{}", r.per_second);
+        // 0.5 CPU-s over 2000 connections: 0.25 CPU-s per 1 000; C 0.6; source and sink 0.15.
+        assert!((r.client_cpu_s_per_1k.unwrap() - 0.25).abs() < 1e-12);
+        assert!((r.server_cpu_s_per_1k.unwrap() - 0.6).abs() < 1e-12);
+        assert!((r.source_sink_cpu_s_per_1k - 0.15).abs() < 1e-12);
+        // The median is about 1.5 ms; the slow one is beyond the 99th percentile.
+        assert!((r.ttfb_p50_ms - 1.5).abs() < 0.01, "{}", r.ttfb_p50_ms);
+        assert!(
+            r.ttfb_p99_ms > 1.9 && r.ttfb_p99_ms < 2.0,
+            "{}",
+            r.ttfb_p99_ms
+        );
+
+        // The raw row: no B or C to measure; an empty run divides by nothing.
+        let r = rate_figures(&traffic::RateRun::default(), None, None, 0.0);
+        assert_eq!((r.client_cpu_s_per_1k, r.server_cpu_s_per_1k), (None, None));
+        assert_eq!((r.per_second, r.ttfb_p50_ms), (0.0, 0.0));
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 0.5), 51.0);
+        assert_eq!(percentile(&v, 0.99), 99.0);
+        assert_eq!(percentile(&[], 0.5), 0.0);
     }
 }

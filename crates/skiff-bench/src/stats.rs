@@ -50,6 +50,7 @@ pub fn summarize(samples: &[Sample]) -> Summary {
         server_peak_rss_kib: per_sample(&|s| s.server_peak_rss_kib as f64),
         idle_kib_per_conn: None,
         latency: None,
+        rate: None,
     }
 }
 

@@ -4,6 +4,10 @@
 //!
 //! Every connection starts with a 16-byte header from the source: `SKB1`, a mode byte, three
 //! zero bytes and a big-endian byte count (u64::MAX: "until the source stops").
+//!
+//! `Exchange` (`--rate`) is a request and its answer: the count is the request's size, the
+//! source sends that many bytes after the header, the sink answers with as many, and the
+//! source closes.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -34,6 +38,8 @@ pub enum Mode {
     Hold = 4,
     /// One byte there, one byte back (latency).
     Ping = 5,
+    /// A request of the header's count of bytes, answered with as many (connection rate).
+    Exchange = 6,
 }
 
 impl Mode {
@@ -44,6 +50,7 @@ impl Mode {
             3 => Mode::Both,
             4 => Mode::Hold,
             5 => Mode::Ping,
+            6 => Mode::Exchange,
             _ => return None,
         })
     }
@@ -64,6 +71,7 @@ impl Mode {
             Mode::Both => "both",
             Mode::Hold => "hold",
             Mode::Ping => "ping",
+            Mode::Exchange => "exchange",
         }
     }
 }
@@ -87,9 +95,9 @@ fn parse_header(h: &[u8; 16]) -> Option<(Mode, u64)> {
 }
 
 /// Bytes that are not all zeros (some paths compress or special-case zero pages).
-fn pattern() -> Vec<u8> {
+fn pattern(len: usize) -> Vec<u8> {
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    (0..CHUNK)
+    (0..len)
         .map(|_| {
             state ^= state << 13;
             state ^= state >> 7;
@@ -101,7 +109,7 @@ fn pattern() -> Vec<u8> {
 
 /// Writes `bytes` (or until `until` passes) from a fixed pattern; returns bytes written.
 fn pump_out<W: Write>(stream: &mut W, bytes: u64, until: Option<Instant>) -> io::Result<u64> {
-    let data = pattern();
+    let data = pattern(CHUNK);
     let mut sent = 0u64;
     while sent < bytes {
         if until.is_some_and(|t| Instant::now() >= t) {
@@ -272,7 +280,29 @@ fn serve(mut stream: TcpStream, tls: Option<Arc<ServerConfig>>) -> io::Result<()
                 stream.write_all(&b)?;
             }
         }
+        Mode::Exchange => answer(&mut stream, bytes)?,
     }
+    Ok(())
+}
+
+/// The largest request (and answer) an `Exchange` may ask for: a bad header must not make
+/// the sink read or write without end.
+const MAX_EXCHANGE: u64 = 1 << 20;
+
+/// The sink's side of an `Exchange`: reads the request, answers with as many bytes, then
+/// waits (one read, bounded by the stream's timeout) for the source to close first, so the
+/// connection ends the way a short client connection does.
+fn answer<S: Read + Write>(s: &mut S, bytes: u64) -> io::Result<()> {
+    if bytes > MAX_EXCHANGE {
+        return Err(io::Error::other("exchange larger than 1 MiB"));
+    }
+    let mut request = vec![0u8; bytes as usize];
+    s.read_exact(&mut request)?;
+    s.write_all(&pattern(bytes as usize))?;
+    s.flush()?;
+    let mut b = [0u8; 1];
+    // EOF, a reset, or a TLS close without close_notify: all mean the source is done.
+    let _ = s.read(&mut b);
     Ok(())
 }
 
@@ -303,6 +333,7 @@ fn serve_tls(s: &mut StreamOwned<ServerConnection, TcpStream>) -> io::Result<()>
             let mut b = [0u8; 1];
             while s.read(&mut b)? > 0 {}
         }
+        Mode::Exchange => answer(s, bytes)?,
         Mode::Both => {
             return Err(io::Error::other(
                 "both directions at once need a raw payload",
@@ -421,7 +452,7 @@ fn one_connection(
                 .map_err(|_| io::Error::other("writer panicked"))??;
             Ok(got + sent)
         }
-        Mode::Hold | Mode::Ping => Err(io::Error::other("not a transfer mode")),
+        Mode::Hold | Mode::Ping | Mode::Exchange => Err(io::Error::other("not a transfer mode")),
     }
 }
 
@@ -506,6 +537,122 @@ pub fn latency(entry: SocketAddr, n: u32, enter: Option<Enter>) -> io::Result<Ve
         .map_err(|_| io::Error::other("latency panicked"))?
 }
 
+/// Bytes each way of one `--rate` connection.
+pub const EXCHANGE_BYTES: u64 = 1024;
+
+/// Client threads `--rate` runs at once. Each spends most of its time waiting on the chain
+/// (connect, then the answer), so 16 in flight keep B and C busy on a machine of a few cores
+/// while the source itself stays a small share of the CPU (reported beside the figures).
+pub const RATE_CLIENTS: u32 = 16;
+
+/// `--rate` starts no connection after this, whatever N was: a slow chain (an emulated
+/// link, a CPU cap) still ends its row in bounded time, with the connections it completed.
+pub const RATE_TIME_LIMIT: Duration = Duration::from_secs(60);
+
+/// Time allowed for each step (connect, write, read) of one `--rate` connection.
+const RATE_IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What a `--rate` run did.
+#[derive(Debug, Default)]
+pub struct RateRun {
+    /// Connect to first byte of the answer, one per completed connection.
+    pub ttfb: Vec<Duration>,
+    pub failed: u32,
+    /// The first failure, to say why when nothing completed.
+    pub first_error: Option<String>,
+    pub seconds: f64,
+    pub clients: u32,
+}
+
+/// `n` short connections through `entry` (each: connect, an [`EXCHANGE_BYTES`] request, as
+/// many back, close), `clients` at a time, starting none after `limit`. Runs `enter` in the
+/// coordinating thread first; the client threads inherit its network namespace.
+pub fn rate(
+    entry: SocketAddr,
+    n: u32,
+    clients: u32,
+    limit: Duration,
+    enter: Option<Enter>,
+) -> io::Result<RateRun> {
+    use std::sync::atomic::AtomicU64;
+    let clients = clients.clamp(1, n.max(1));
+    let handle = std::thread::spawn(move || -> io::Result<RateRun> {
+        if let Some(f) = &enter {
+            f()?;
+        }
+        // u64: the count may pass `n` by one per client without wrapping.
+        let next = Arc::new(AtomicU64::new(0));
+        let start = Instant::now();
+        let deadline = start + limit;
+        let workers: Vec<_> = (0..clients)
+            .map(|_| {
+                let next = next.clone();
+                std::thread::spawn(move || {
+                    let request = [
+                        &header(Mode::Exchange, EXCHANGE_BYTES)[..],
+                        &pattern(EXCHANGE_BYTES as usize),
+                    ]
+                    .concat();
+                    let mut run = RateRun::default();
+                    while Instant::now() < deadline
+                        && next.fetch_add(1, Ordering::Relaxed) < u64::from(n)
+                    {
+                        match exchange(entry, &request) {
+                            Ok(t) => run.ttfb.push(t),
+                            Err(e) => {
+                                run.failed += 1;
+                                run.first_error.get_or_insert_with(|| e.to_string());
+                            }
+                        }
+                    }
+                    run
+                })
+            })
+            .collect();
+        let mut total = RateRun {
+            clients,
+            ..RateRun::default()
+        };
+        for w in workers {
+            let run = w
+                .join()
+                .map_err(|_| io::Error::other("rate client panicked"))?;
+            total.ttfb.extend(run.ttfb);
+            total.failed += run.failed;
+            if total.first_error.is_none() {
+                total.first_error = run.first_error;
+            }
+        }
+        total.seconds = start.elapsed().as_secs_f64();
+        Ok(total)
+    });
+    handle
+        .join()
+        .map_err(|_| io::Error::other("rate source panicked"))?
+}
+
+/// One `--rate` connection; returns the time from connect to the answer's first byte.
+fn exchange(entry: SocketAddr, request: &[u8]) -> io::Result<Duration> {
+    let start = Instant::now();
+    let mut s = TcpStream::connect_timeout(&entry, RATE_IO_TIMEOUT)?;
+    s.set_nodelay(true)?;
+    s.set_read_timeout(Some(RATE_IO_TIMEOUT))?;
+    s.set_write_timeout(Some(RATE_IO_TIMEOUT))?;
+    s.write_all(request)?;
+    let mut answer = [0u8; EXCHANGE_BYTES as usize];
+    let first = loop {
+        match s.read(&mut answer) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => break n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    };
+    let ttfb = start.elapsed();
+    s.read_exact(&mut answer[first..])?;
+    Ok(ttfb)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -545,6 +692,84 @@ mod tests {
         assert!(t.bytes > 0 && t.seconds >= 0.2);
         assert_eq!(latency(s.addr, 5, None).unwrap().len(), 5);
         assert_eq!(hold(s.addr, 3, None).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn sink_answers_a_kib_for_a_kib() {
+        let s = sink();
+        let mut c = TcpStream::connect(s.addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        c.write_all(&header(Mode::Exchange, EXCHANGE_BYTES))
+            .unwrap();
+        c.write_all(&[7u8; EXCHANGE_BYTES as usize]).unwrap();
+        let mut answer = vec![0u8; EXCHANGE_BYTES as usize];
+        c.read_exact(&mut answer).unwrap();
+        assert_eq!(answer, pattern(EXCHANGE_BYTES as usize));
+        // Nothing more: once the source closes its side, the sink closes too.
+        c.shutdown(Shutdown::Write).unwrap();
+        let mut rest = Vec::new();
+        c.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty(), "{} extra bytes", rest.len());
+
+        // A request cut short gets no answer; an oversized one is refused.
+        for (announced, sent) in [(EXCHANGE_BYTES, 100), (MAX_EXCHANGE + 1, 0)] {
+            let mut c = TcpStream::connect(s.addr).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            c.write_all(&header(Mode::Exchange, announced)).unwrap();
+            c.write_all(&vec![1u8; sent]).unwrap();
+            c.shutdown(Shutdown::Write).unwrap();
+            let mut rest = Vec::new();
+            let _ = c.read_to_end(&mut rest);
+            assert!(rest.is_empty(), "{announced}: {} bytes", rest.len());
+        }
+    }
+
+    #[test]
+    fn sink_answers_an_exchange_inside_tls() {
+        let tls = TlsPayload::new().unwrap();
+        let s = Sink::start(
+            "127.0.0.1:0".parse().unwrap(),
+            None,
+            Some(tls.server.clone()),
+        )
+        .unwrap();
+        let tcp = TcpStream::connect(s.addr).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let conn = ClientConnection::new(tls.client, TlsPayload::server_name()).unwrap();
+        let mut c = StreamOwned::new(conn, tcp);
+        c.write_all(&header(Mode::Exchange, EXCHANGE_BYTES))
+            .unwrap();
+        c.write_all(&[7u8; EXCHANGE_BYTES as usize]).unwrap();
+        c.flush().unwrap();
+        let mut answer = vec![0u8; EXCHANGE_BYTES as usize];
+        c.read_exact(&mut answer).unwrap();
+        assert_eq!(answer, pattern(EXCHANGE_BYTES as usize));
+    }
+
+    #[test]
+    fn rate_runs_n_connections_and_no_more() {
+        let s = sink();
+        let r = rate(s.addr, 50, 4, Duration::from_secs(30), None).unwrap();
+        assert_eq!((r.ttfb.len(), r.failed, r.clients), (50, 0, 4));
+        assert!(r.seconds > 0.0);
+        // More clients than connections: only as many as there are connections.
+        let r = rate(s.addr, 3, 16, Duration::from_secs(30), None).unwrap();
+        assert_eq!((r.ttfb.len(), r.clients), (3, 3));
+        // Nobody listening: every connection fails, and says why.
+        let closed = crate::process::free_port().unwrap();
+        let r = rate(
+            SocketAddr::from(([127, 0, 0, 1], closed)),
+            5,
+            2,
+            Duration::from_secs(30),
+            None,
+        )
+        .unwrap();
+        assert_eq!((r.ttfb.len(), r.failed), (0, 5));
+        assert!(r.first_error.is_some());
+        // The time limit stops it starting connections.
+        let r = rate(s.addr, 1_000_000, 2, Duration::ZERO, None).unwrap();
+        assert_eq!(r.ttfb.len() as u32 + r.failed, 0);
     }
 
     #[test]

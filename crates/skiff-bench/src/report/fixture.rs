@@ -1,12 +1,14 @@
 //! A small but awkward run for the report tests: a raw baseline, three proxy combinations with
 //! two or three implementations each, a failed row, a skipped one, and idle/latency figures on
-//! some rows only. Skiff and Xray have five runs in vless-tcp and v2ray three, with ranges
-//! apart (a clear win); the other groups have too few runs to call.
+//! some rows only, connection-rate figures on Skiff's vless-tcp row and the raw one. Skiff and
+//! Xray have five runs in vless-tcp and v2ray three, with ranges apart (a clear win); the
+//! other groups have too few runs to call.
 
 use std::path::PathBuf;
 
 use crate::model::{
-    BenchRun, BinaryInfo, IdleMemory, Latency, Machine, Row, RunOptions, Sample, Skipped, Summary,
+    BenchRun, BinaryInfo, ConnRate, IdleMemory, Latency, Machine, Row, RunOptions, Sample, Skipped,
+    Summary,
 };
 use crate::stats::summarize;
 
@@ -75,6 +77,31 @@ pub(crate) fn run() -> BenchRun {
         client_cpu_ms: 0.12,
         server_cpu_ms: 0.15,
     });
+    skiff_vless.summary.rate = Some(ConnRate {
+        connections: 2000,
+        failed: 0,
+        clients: 16,
+        seconds: 0.8,
+        per_second: 2500.0,
+        ttfb_p50_ms: 1.5,
+        ttfb_p99_ms: 4.2,
+        client_cpu_s_per_1k: Some(0.25),
+        server_cpu_s_per_1k: Some(0.6),
+        source_sink_cpu_s_per_1k: 0.2,
+    });
+    let mut raw = row("raw", "-", &[(40000.0, 0.0, 0.0), (41000.0, 0.0, 0.0)]);
+    raw.summary.rate = Some(ConnRate {
+        connections: 1998,
+        failed: 2,
+        clients: 16,
+        seconds: 0.222,
+        per_second: 9000.0,
+        ttfb_p50_ms: 0.3,
+        ttfb_p99_ms: 0.8,
+        client_cpu_s_per_1k: None,
+        server_cpu_s_per_1k: None,
+        source_sink_cpu_s_per_1k: 0.1,
+    });
     let mut xray_vless = row(
         "vless-tcp",
         "xray",
@@ -128,7 +155,7 @@ pub(crate) fn run() -> BenchRun {
             ),
             skiff_vless,
             xray_vless,
-            row("raw", "-", &[(40000.0, 0.0, 0.0), (41000.0, 0.0, 0.0)]),
+            raw,
             row(
                 "ss-aes-128-gcm",
                 "skiff",

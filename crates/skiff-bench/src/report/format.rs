@@ -27,6 +27,15 @@ pub(crate) fn num(v: f64) -> String {
     }
 }
 
+/// Connections per second of a `--rate` run, with the failures when there were any.
+pub(crate) fn conn_rate(r: &crate::model::ConnRate) -> String {
+    if r.failed > 0 {
+        format!("{} ({} failed)", num(r.per_second), r.failed)
+    } else {
+        num(r.per_second)
+    }
+}
+
 /// A stat that was never measured is all zeros (e.g. the raw row has no proxy B or C to
 /// measure): a report shows "-" there rather than a misleading 0.
 pub(crate) fn measured(s: &Stat) -> bool {

@@ -91,6 +91,7 @@ fn results(md: &mut String, run: &BenchRun) {
     let rows = || layout.groups.iter().flat_map(|g| g.rows.iter());
     let idle = rows().any(|r| r.summary.idle_kib_per_conn.is_some());
     let latency = rows().any(|r| r.summary.latency.is_some());
+    let rate = rows().find_map(|r| r.summary.rate);
     let error = rows().any(|r| r.error.is_some());
     let verdict = layout.groups.iter().any(|g| g.skiff_vs_peer.is_some());
 
@@ -105,6 +106,15 @@ fn results(md: &mut String, run: &BenchRun) {
          the time. \"Skiff vs best peer\" gives the ratio of medians and whether the \
          difference is clear, within noise (the ranges overlap), or from too few runs to say.\n"
     );
+    if let Some(r) = rate {
+        let _ = writeln!(
+            md,
+            "conn/s: short connections per second, {} clients at once, each one connect, a 1 \
+             KiB request, a 1 KiB response and close; CPU-s/1k conn is the CPU-seconds B and C \
+             spent per 1000 of them; TTFB is from connect to the response's first byte.\n",
+            r.clients
+        );
+    }
     let _ = writeln!(
         md,
         "![throughput and CPU cost per implementation](chart.svg)\n"
@@ -131,6 +141,15 @@ fn results(md: &mut String, run: &BenchRun) {
             "latency p99 ms",
             "CPU ms/conn B",
             "CPU ms/conn C",
+        ]);
+    }
+    if rate.is_some() {
+        header.extend([
+            "conn/s",
+            "CPU-s/1k conn B",
+            "CPU-s/1k conn C",
+            "TTFB p50 ms",
+            "TTFB p99 ms",
         ]);
     }
     if error {
@@ -180,6 +199,15 @@ fn results(md: &mut String, run: &BenchRun) {
                 cells.push(l.map_or("-".into(), |l| num(l.p99_ms)));
                 cells.push(l.map_or("-".into(), |l| num(l.client_cpu_ms)));
                 cells.push(l.map_or("-".into(), |l| num(l.server_cpu_ms)));
+            }
+            if rate.is_some() {
+                let r = row.summary.rate.filter(|_| ran(row));
+                let opt = |v: Option<f64>| v.map_or("-".into(), num);
+                cells.push(r.map_or("-".into(), |r| esc(&format::conn_rate(&r))));
+                cells.push(r.map_or("-".into(), |r| opt(r.client_cpu_s_per_1k)));
+                cells.push(r.map_or("-".into(), |r| opt(r.server_cpu_s_per_1k)));
+                cells.push(r.map_or("-".into(), |r| num(r.ttfb_p50_ms)));
+                cells.push(r.map_or("-".into(), |r| num(r.ttfb_p99_ms)));
             }
             if error {
                 cells.push(row.error.as_deref().map_or(String::new(), esc));
@@ -324,6 +352,32 @@ mod tests {
             ),
             "{md}"
         );
+    }
+
+    #[test]
+    fn rate_columns_only_when_measured() {
+        let md = markdown(&fixture::run());
+        assert!(md.contains("| conn/s | CPU-s/1k conn B | CPU-s/1k conn C | TTFB p50 ms |"));
+        assert!(md.contains("conn/s: short connections per second, 16 clients at once"));
+        let skiff = table_line(&md, "| vless-tcp | skiff |");
+        assert!(
+            skiff.contains("| 2500 | 0.250 | 0.600 | 1.50 | 4.20 |"),
+            "{skiff}"
+        );
+        let raw = table_line(&md, "| no proxy |");
+        assert!(
+            raw.contains("| 9000 (2 failed) | - | - | 0.300 | 0.800 |"),
+            "{raw}"
+        );
+        let xray = table_line(&md, "| vless-tcp | xray |");
+        assert!(xray.contains("| - | - | - | - | - |"), "{xray}");
+
+        let mut run = fixture::run();
+        for r in &mut run.rows {
+            r.summary.rate = None;
+        }
+        let md = markdown(&run);
+        assert!(!md.contains("conn/s") && !md.contains("TTFB") && !md.contains("1k conn"));
     }
 
     #[test]

@@ -115,6 +115,19 @@ pub fn terminal_table_with(run: &BenchRun, charset: Charset) -> String {
         charset.best_mark(),
         charset.noise_mark()
     ));
+    if let Some(r) = layout
+        .groups
+        .iter()
+        .flat_map(|g| g.rows.iter())
+        .find_map(|r| r.summary.rate)
+    {
+        out.push_str(&format!(
+            "conn/s = short connections per second ({} clients at once, each: connect, 1 KiB \
+             each way, close); CPU-s/1k conn = CPU-seconds per 1000 of them; TTFB = connect \
+             to the response's first byte\n",
+            r.clients
+        ));
+    }
     out
 }
 
@@ -125,6 +138,7 @@ struct Columns {
     verdict: bool,
     idle: bool,
     latency: bool,
+    rate: bool,
     error: bool,
 }
 
@@ -135,6 +149,7 @@ impl Columns {
             verdict: layout.groups.iter().any(|g| g.skiff_vs_peer.is_some()),
             idle: rows().any(|r| r.summary.idle_kib_per_conn.is_some()),
             latency: rows().any(|r| r.summary.latency.is_some()),
+            rate: rows().any(|r| r.summary.rate.is_some()),
             error: rows().any(|r| r.error.is_some()),
         }
     }
@@ -143,6 +158,7 @@ impl Columns {
         7 + usize::from(self.verdict)
             + usize::from(self.idle)
             + 2 * usize::from(self.latency)
+            + 3 * usize::from(self.rate)
             + usize::from(self.error)
     }
 
@@ -167,6 +183,11 @@ impl Columns {
         if self.latency {
             h.push("latency ms p50 / p99".to_owned());
             h.push("CPU ms/conn B / C".to_owned());
+        }
+        if self.rate {
+            h.push("conn/s".to_owned());
+            h.push("CPU-s/1k conn B / C".to_owned());
+            h.push("TTFB ms p50 / p99".to_owned());
         }
         if self.error {
             h.push("error".to_owned());
@@ -241,6 +262,15 @@ impl Columns {
                 pair(num(l.client_cpu_ms), num(l.server_cpu_ms))
             }));
         }
+        if self.rate {
+            let rate = s.rate.filter(|_| ok);
+            c.push(rate.map_or("-".into(), |r| format::conn_rate(&r)));
+            let opt = |v: Option<f64>| v.map_or("-".into(), num);
+            c.push(rate.map_or("-".into(), |r| {
+                pair(opt(r.client_cpu_s_per_1k), opt(r.server_cpu_s_per_1k))
+            }));
+            c.push(rate.map_or("-".into(), |r| pair(num(r.ttfb_p50_ms), num(r.ttfb_p99_ms))));
+        }
         if self.error {
             c.push(row.error.as_deref().map_or(String::new(), short_error));
         }
@@ -296,6 +326,15 @@ mod tests {
         assert!(skiff.contains("10.0 / 20.0"), "{skiff}");
         assert!(skiff.contains("9.50 / 11.5"), "{skiff}");
         assert!(skiff.contains("0.210 / 0.900"), "{skiff}");
+        // Connection rate: 2500 conn/s, B 0.25 and C 0.6 CPU-s per 1000, TTFB 1.50 / 4.20 ms.
+        assert!(skiff.contains("2500"), "{skiff}");
+        assert!(skiff.contains("0.250 / 0.600"), "{skiff}");
+        assert!(skiff.contains("1.50 / 4.20"), "{skiff}");
+        assert!(t.contains("conn/s = short connections per second (16 clients"));
+        // The raw row has no B or C to measure.
+        let raw = line_of(&t, "no proxy");
+        assert!(raw.contains("9000 (2 failed)"), "{raw}");
+        assert!(raw.contains("0.300 / 0.800"), "{raw}");
         // ss-libev has the best median in its combination, but two runs each cannot show it
         // is more than chance: it gets the within-noise mark, and no one the star.
         assert!(line_of(&t, "≈ 6550").contains("ss-libev"));
@@ -344,10 +383,12 @@ mod tests {
         for r in &mut run.rows {
             r.summary.idle_kib_per_conn = None;
             r.summary.latency = None;
+            r.summary.rate = None;
             r.error = None;
         }
         let t = terminal_table_with(&run, Charset::Ascii);
         assert!(!t.contains("idle") && !t.contains("latency") && !t.contains("error"));
+        assert!(!t.contains("conn/s") && !t.contains("TTFB") && !t.contains("1k conn"));
     }
 
     #[test]
