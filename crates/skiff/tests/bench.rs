@@ -306,6 +306,7 @@ fn cc_every_socket_of_skiff_and_the_peers_uses_the_runs_algorithm() {
         cpu_limit: None,
         idle: None,
         latency: None,
+        rate: None,
         tls: None,
     };
     let workdir = std::env::temp_dir().join(format!("skiff-bench-cc-{}", std::process::id()));
