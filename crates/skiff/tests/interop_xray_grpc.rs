@@ -12,7 +12,7 @@ mod common;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use common::*;
@@ -182,6 +182,7 @@ fn sing_box_client(case: &Case, listen: u16, target: u16, server: u16) -> String
 }
 
 /// `BIN run -c DIR/NAME.json` (Xray and sing-box alike), waiting for `port`.
+/// A peer on TCP `port` (see [`common::start_peer`]).
 fn start_peer(
     bin: &Path,
     what: &'static str,
@@ -190,22 +191,7 @@ fn start_peer(
     config: &str,
     port: u16,
 ) -> Proc {
-    let path = dir.join(format!("{name}.json"));
-    std::fs::write(&path, config).unwrap();
-    let out = dir.join(format!("{name}.out"));
-    let file = std::fs::File::create(&out).unwrap();
-    let child = Command::new(bin)
-        .arg("run")
-        .arg("-c")
-        .arg(&path)
-        .stdin(Stdio::null())
-        .stdout(file.try_clone().unwrap())
-        .stderr(file)
-        .spawn()
-        .unwrap();
-    let mut proc = Proc { child, what };
-    wait_ports(&mut proc, &[port], &out);
-    proc
+    common::start_peer(bin, what, dir, name, config, port, false).0
 }
 
 /// Deterministic bytes (xorshift) of `seed`: `len` bytes in 64 KiB chunks.

@@ -13,7 +13,7 @@ mod common;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -117,25 +117,7 @@ fn client_config(proto: Proto, listen: u16, target: u16, server: u16, tls: &Tls)
 
 /// `xray run -c DIR/NAME.json`, waiting for `port`.
 fn start_xray(xray: &Path, dir: &Path, name: &str, config: &str, port: u16) -> Proc {
-    let path = dir.join(format!("{name}.json"));
-    std::fs::write(&path, config).unwrap();
-    let out = dir.join(format!("{name}.out"));
-    let file = std::fs::File::create(&out).unwrap();
-    let child = Command::new(xray)
-        .arg("run")
-        .arg("-c")
-        .arg(&path)
-        .stdin(Stdio::null())
-        .stdout(file.try_clone().unwrap())
-        .stderr(file)
-        .spawn()
-        .unwrap();
-    let mut proc = Proc {
-        child,
-        what: "xray",
-    };
-    wait_ports(&mut proc, &[port], &out);
-    proc
+    common::start_peer(xray, "xray", dir, name, config, port, false).0
 }
 
 /// Deterministic bytes (xorshift) of `seed`, `len` of them, in chunks.
