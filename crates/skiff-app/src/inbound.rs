@@ -110,9 +110,8 @@ impl InboundHandler {
                 t.network.udp,
             ),
             InboundProtocol::Vless(v) => (
-                InboundKind::Vless(VlessServer {
-                    users: v
-                        .clients
+                InboundKind::Vless(VlessServer::new(
+                    v.clients
                         .iter()
                         .map(|c| VlessUser {
                             id: UserId::from_bytes(c.id),
@@ -120,7 +119,7 @@ impl InboundHandler {
                             vision: c.flow.is_vision(),
                         })
                         .collect(),
-                }),
+                )),
                 v.clients.first().map_or(0, |c| c.level),
                 true,
                 false,

@@ -25,6 +25,7 @@ pub use metadata::Metadata;
 pub use stream::{BoxStream, DirectSwitch, Prefixed, ProxyStream};
 pub mod relay;
 pub mod stats;
+pub mod swap;
 pub mod tcp_tuning;
 pub mod time;
 pub mod udp_links;
@@ -32,6 +33,7 @@ pub mod wire;
 
 pub use relay::{RelayCounters, RelayEnd, RelayOutcome, RelayPolicy, relay};
 pub use stats::{Counter, DirectionCounters, Stats};
+pub use swap::Swap;
 pub mod outbound;
 
 pub use outbound::{BoxPacketConn, Dialer, Outbound, OutboundDialer, PacketConn};

@@ -14,6 +14,39 @@ use sha1::{Digest, Sha1};
 /// The longest non-UUID string Xray maps to a UUID.
 pub const MAX_MAPPED_ID_LEN: usize = 30;
 
+/// Why a run-time change to an inbound's users (Xray's API) was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UserChangeError {
+    /// A user with this email is already there.
+    Exists,
+    /// No user has this email.
+    NotFound,
+}
+
+impl std::fmt::Display for UserChangeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            UserChangeError::Exists => "already exists",
+            UserChangeError::NotFound => "not found",
+        })
+    }
+}
+
+impl std::error::Error for UserChangeError {}
+
+/// Whether a user's email is `email`: emails name users case-insensitively, as in Xray.
+pub fn email_is(user_email: Option<&str>, email: &str) -> bool {
+    user_email.is_some_and(|e| e.eq_ignore_ascii_case(email))
+}
+
+/// Whether `email` is taken by one of `emails`; no email is never taken.
+pub fn email_taken<'a>(
+    mut emails: impl Iterator<Item = Option<&'a str>>,
+    email: Option<&str>,
+) -> bool {
+    email.is_some_and(|wanted| emails.any(|e| email_is(e, wanted)))
+}
+
 /// Why a user id string was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum UserIdError {

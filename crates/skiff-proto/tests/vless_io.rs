@@ -26,20 +26,18 @@ fn user() -> UserId {
 }
 
 fn server() -> VlessServer {
-    VlessServer {
-        users: vec![
-            VlessUser {
-                id: UserId::parse("someone-else").unwrap(),
-                email: Some("other@example".into()),
-                vision: false,
-            },
-            VlessUser {
-                id: user(),
-                email: Some("me@example".into()),
-                vision: false,
-            },
-        ],
-    }
+    VlessServer::new(vec![
+        VlessUser {
+            id: UserId::parse("someone-else").unwrap(),
+            email: Some("other@example".into()),
+            vision: false,
+        },
+        VlessUser {
+            id: user(),
+            email: Some("me@example".into()),
+            vision: false,
+        },
+    ])
 }
 
 fn dest() -> Address {

@@ -15,10 +15,7 @@ impl Inbound for ShadowsocksServer {
     ) -> BoxFuture<'a, io::Result<Accepted>> {
         Box::pin(async move {
             let accepted = accept(stream, self).await?;
-            let user = self
-                .users()
-                .get(accepted.user)
-                .and_then(|u| u.email.clone());
+            let user = accepted.email;
             Ok(Accepted::Stream {
                 destination: accepted.destination,
                 stream: Box::new(accepted.stream),

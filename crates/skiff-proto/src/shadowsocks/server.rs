@@ -7,10 +7,10 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use skiff_core::{Address, BoxStream};
+use skiff_core::{Address, BoxStream, Swap};
 use skiff_crypto::TAG_LEN;
 use skiff_crypto::shadowsocks::psk_hash_2022;
 use tokio::io::AsyncReadExt;
@@ -22,6 +22,7 @@ use super::method::MAX_PAYLOAD_2017;
 use super::replay::SaltFilter;
 use super::stream::SsStream;
 use super::{Method, SsError, address, unix_now};
+use crate::user_id::UserChangeError;
 
 /// A configured user: method and key (AEAD-2017 master key, or 2022 PSK / uPSK).
 #[derive(Clone)]
@@ -46,11 +47,54 @@ impl std::fmt::Debug for ServerUser {
 
 /// A Shadowsocks inbound's users and its salt pool.
 pub struct ShadowsocksServer {
-    users: Vec<ServerUser>,
+    /// A snapshot per request, replaced whole when users are added or removed at run time
+    /// (Xray's API; 2022 multi-user only).
+    users: Swap<SsUsers>,
     /// 2022 multi-user: the server's identity PSK; users are found by identity header.
     identity_key: Option<Vec<u8>>,
-    by_hash: HashMap<[u8; 16], usize>,
+    /// The 2022 method, fixed at start (every user of a 2022 server has it).
+    method_2022: Option<Method>,
     replay: Mutex<SaltFilter>,
+}
+
+/// The users, each at an index that never changes while the server runs (UDP sessions keep
+/// it): a removed user leaves an empty slot, an added one takes a new slot.
+#[derive(Clone, Debug, Default)]
+pub struct SsUsers {
+    slots: Vec<Option<ServerUser>>,
+    /// 2022 multi-user: identity hash (of the uPSK) → slot.
+    by_hash: HashMap<[u8; 16], usize>,
+}
+
+impl SsUsers {
+    pub fn get(&self, index: usize) -> Option<&ServerUser> {
+        self.slots.get(index)?.as_ref()
+    }
+
+    /// The users present, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &ServerUser> {
+        self.slots.iter().flatten()
+    }
+
+    /// The users present with their indices.
+    pub fn indexed(&self) -> impl Iterator<Item = (usize, &ServerUser)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, u)| u.as_ref().map(|u| (i, u)))
+    }
+
+    pub fn len(&self) -> usize {
+        self.iter().count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.iter().next().is_none()
+    }
+
+    pub fn first(&self) -> Option<&ServerUser> {
+        self.iter().next()
+    }
 }
 
 impl std::fmt::Debug for ShadowsocksServer {
@@ -63,11 +107,12 @@ impl std::fmt::Debug for ShadowsocksServer {
 }
 
 /// A valid request: relay `stream` (payload that came with the request is read first) to
-/// `destination` for `users[user]`.
+/// `destination` for `users[user]`, whose email is `email`.
 pub struct ShadowsocksAccept {
     pub destination: Address,
     pub stream: SsStream,
     pub user: usize,
+    pub email: Option<String>,
 }
 
 impl ShadowsocksServer {
@@ -83,16 +128,85 @@ impl ShadowsocksServer {
         } else {
             HashMap::new()
         };
+        let method_2022 = users.first().map(|u| u.method).filter(|m| m.is_2022());
         ShadowsocksServer {
-            users,
+            method_2022,
+            users: Swap::new(SsUsers {
+                slots: users.into_iter().map(Some).collect(),
+                by_hash,
+            }),
             identity_key,
-            by_hash,
             replay: Mutex::new(SaltFilter::default()),
         }
     }
 
-    pub fn users(&self) -> &[ServerUser] {
-        &self.users
+    /// The users now.
+    pub fn users(&self) -> Arc<SsUsers> {
+        self.users.load()
+    }
+
+    /// 2022 multi-user: adds a user (its uPSK in `key`, the server's method) unless its email
+    /// or its key is already taken. Other servers take no users at run time.
+    pub fn add_user(&self, key: Vec<u8>, email: Option<String>, level: u32) -> io::Result<()> {
+        let Some(method) = self.method_2022().filter(|_| self.identity_key.is_some()) else {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "only a Shadowsocks 2022 multi-user inbound takes users at run time",
+            ));
+        };
+        if key.len() != method.key_len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a {} key is {} bytes", method.name(), method.key_len()),
+            ));
+        }
+        self.users.update(|users| {
+            let hash = psk_hash_2022(&key);
+            let email_taken = crate::user_id::email_taken(
+                users.iter().map(|u| u.email.as_deref()),
+                email.as_deref(),
+            );
+            if email_taken || users.by_hash.contains_key(&hash) {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    UserChangeError::Exists,
+                ));
+            }
+            let mut next = users.clone();
+            next.by_hash.insert(hash, next.slots.len());
+            next.slots.push(Some(ServerUser {
+                method,
+                key,
+                email,
+                level,
+            }));
+            Ok(next)
+        })
+    }
+
+    /// Removes the users with this email.
+    pub fn remove_user(&self, email: &str) -> io::Result<()> {
+        self.users.update(|users| {
+            let mut next = users.clone();
+            let mut removed = false;
+            for slot in &mut next.slots {
+                if slot
+                    .as_ref()
+                    .is_some_and(|u| crate::user_id::email_is(u.email.as_deref(), email))
+                {
+                    *slot = None;
+                    removed = true;
+                }
+            }
+            if !removed {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    UserChangeError::NotFound,
+                ));
+            }
+            next.by_hash.retain(|_, i| next.slots[*i].is_some());
+            Ok(next)
+        })
     }
 
     /// 2022 multi-user: the identity key.
@@ -102,12 +216,12 @@ impl ShadowsocksServer {
 
     /// The 2022 method, if this server speaks 2022.
     pub fn method_2022(&self) -> Option<Method> {
-        self.users.first().map(|u| u.method).filter(|m| m.is_2022())
+        self.method_2022
     }
 
     /// The user an identity header hash names.
     pub fn user_by_hash(&self, hash: &[u8; 16]) -> Option<usize> {
-        self.by_hash.get(hash).copied()
+        self.users.load().by_hash.get(hash).copied()
     }
 
     /// Records a request salt; false when it is a replay.
@@ -128,10 +242,11 @@ pub async fn accept(
     server: &ShadowsocksServer,
 ) -> io::Result<ShadowsocksAccept> {
     let mut buf = [0u8; 1024];
+    let users = server.users();
     let opened = if server.method_2022().is_some() {
-        open_2022(&mut stream, server, &mut buf).await
+        open_2022(&mut stream, server, &users, &mut buf).await
     } else {
-        open_2017(&mut stream, server, &mut buf).await
+        open_2017(&mut stream, server, &users, &mut buf).await
     };
     let (user, request_salt, decoder, have, used) = match opened {
         Ok(opened) => opened,
@@ -140,7 +255,7 @@ pub async fn accept(
             return Err(e);
         }
     };
-    let Some(found) = server.users.get(user) else {
+    let Some(found) = users.get(user) else {
         drain(&mut stream).await;
         return Err(SsError::UnknownUser.into());
     };
@@ -157,6 +272,7 @@ pub async fn accept(
             destination,
             stream: ss,
             user,
+            email: found.email.clone(),
         }),
         Err(e) => {
             let mut inner = ss.into_inner();
@@ -190,16 +306,16 @@ async fn read_at_least(stream: &mut BoxStream, buf: &mut [u8], want: usize) -> i
 async fn open_2017(
     stream: &mut BoxStream,
     server: &ShadowsocksServer,
+    users: &SsUsers,
     buf: &mut [u8],
 ) -> io::Result<Opened> {
-    let want = server
-        .users
+    let want = users
         .iter()
         .map(|u| u.method.salt_len() + LENGTH_BLOCK)
         .max()
         .ok_or_else(|| io::Error::from(SsError::UnknownUser))?;
     let have = read_at_least(stream, buf, want).await?;
-    for (index, user) in server.users.iter().enumerate() {
+    for (index, user) in users.indexed() {
         let salt_len = user.method.salt_len();
         let salt = &buf[..salt_len];
         let mut block = [0u8; LENGTH_BLOCK];
@@ -225,6 +341,7 @@ async fn open_2017(
 async fn open_2022(
     stream: &mut BoxStream,
     server: &ShadowsocksServer,
+    users: &SsUsers,
     buf: &mut [u8],
 ) -> io::Result<Opened> {
     let method = server
@@ -245,11 +362,11 @@ async fn open_2022(
             let mut header = [0u8; IDENTITY_HEADER_LEN];
             header.copy_from_slice(&rest[..IDENTITY_HEADER_LEN]);
             let hash = header::open_tcp_identity_header(ipsk, salt, &header);
-            server.user_by_hash(&hash).ok_or(SsError::UnknownUser)?
+            *users.by_hash.get(&hash).ok_or(SsError::UnknownUser)?
         }
         None => 0,
     };
-    let key = &server.users.get(user).ok_or(SsError::UnknownUser)?.key;
+    let key = &users.get(user).ok_or(SsError::UnknownUser)?.key;
     let mut cipher = session_cipher(method, key, salt);
     let fixed = &mut rest[eih..eih + REQUEST_FIXED_LEN + TAG_LEN];
     let plain = cipher.open(fixed)?;

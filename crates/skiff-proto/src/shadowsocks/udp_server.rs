@@ -97,15 +97,12 @@ pub async fn serve(
     } else {
         Vec::new()
     };
-    let keys: Vec<(Method, &[u8])> = server
-        .users()
-        .iter()
-        .map(|u| (u.method, u.key.as_slice()))
-        .collect();
+    let users = server.users();
+    let keys: Vec<(Method, &[u8])> = users.iter().map(|u| (u.method, u.key.as_slice())).collect();
     let peer = server.method_2022().map(|m| {
         let key = server
             .identity_key()
-            .or_else(|| server.users().first().map(|u| u.key.as_slice()))
+            .or_else(|| users.first().map(|u| u.key.as_slice()))
             .unwrap_or_default();
         PeerKey::new(m, key)
     });
@@ -231,7 +228,8 @@ fn open_2022(
             receiver: None,
         });
     }
-    let user_key = &server.users().get(user)?.key;
+    let users = server.users();
+    let user_key = &users.get(user)?.key;
     let mut receiver = Receiver::new(method, user_key, id.session_id);
     let opened = receiver.open(&id, packet, true, now).ok()?;
     Some(Incoming {
@@ -252,7 +250,8 @@ async fn open_session(
     source: SocketAddr,
     local: SocketAddr,
 ) -> Option<Arc<Session>> {
-    let user = server.users().get(incoming.user)?;
+    let users = server.users();
+    let user = users.get(incoming.user)?;
     let mut meta = Metadata::new(tag.clone(), source, local);
     meta.network = Network::Udp;
     meta.level = user.level;

@@ -228,7 +228,10 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let (events, rx) = mpsc::unbounded_channel();
         tokio::spawn(async move {
-            let server = TrojanServer::new([(PasswordHash::of("pw"), TrojanUser::default())]);
+            let server = Arc::new(TrojanServer::new([(
+                PasswordHash::of("pw"),
+                TrojanUser::default(),
+            )]));
             loop {
                 let (tcp, _) = listener.accept().await.unwrap();
                 let server = server.clone();

@@ -8,6 +8,9 @@ use skiff_core::stream::with_prefix;
 use skiff_core::{Address, BoxStream, ProxyStream};
 use tokio::io::AsyncReadExt;
 
+use crate::user_id::UserChangeError;
+use skiff_core::Swap;
+
 use super::codec::{
     Command, MAX_REQUEST_HEADER_LEN, Parsed, PasswordHash, parse_request, parse_request_hash,
 };
@@ -32,9 +35,12 @@ pub struct TrojanUser {
 /// `skiff_crypto::constant_time_eq`, so each of those comparisons takes the same time however
 /// many leading bytes match. A lookup therefore reveals nothing about configured hashes
 /// beyond found / not found, which the fallback reveals anyway.
-#[derive(Clone, Debug, Default)]
+///
+/// The map is a snapshot each connection takes, replaced whole when users are added or
+/// removed at run time (Xray's API).
+#[derive(Debug, Default)]
 pub struct TrojanServer {
-    users: HashMap<PasswordHash, TrojanUser>,
+    users: Swap<HashMap<PasswordHash, TrojanUser>>,
 }
 
 impl TrojanServer {
@@ -44,20 +50,50 @@ impl TrojanServer {
         for (hash, user) in users {
             map.entry(hash).or_insert(user);
         }
-        TrojanServer { users: map }
+        TrojanServer {
+            users: Swap::new(map),
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.users.len()
+        self.users.load().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.users.is_empty()
+        self.users.load().is_empty()
     }
 
     /// The user whose password hashes to `hash` (see the type's docs on timing).
-    pub fn find(&self, hash: &PasswordHash) -> Option<&TrojanUser> {
-        self.users.get(hash)
+    pub fn find(&self, hash: &PasswordHash) -> Option<TrojanUser> {
+        self.users.load().get(hash).cloned()
+    }
+
+    /// Adds a user unless its email or its password is already taken.
+    pub fn add_user(&self, hash: PasswordHash, user: TrojanUser) -> Result<(), UserChangeError> {
+        self.users.update(|users| {
+            let email_taken = crate::user_id::email_taken(
+                users.values().map(|u| u.email.as_deref()),
+                user.email.as_deref(),
+            );
+            if email_taken || users.contains_key(&hash) {
+                return Err(UserChangeError::Exists);
+            }
+            let mut next = users.clone();
+            next.insert(hash, user);
+            Ok(next)
+        })
+    }
+
+    /// Removes the users with this email.
+    pub fn remove_user(&self, email: &str) -> Result<(), UserChangeError> {
+        self.users.update(|users| {
+            let mut next = users.clone();
+            next.retain(|_, u| !crate::user_id::email_is(u.email.as_deref(), email));
+            if next.len() == users.len() {
+                return Err(UserChangeError::NotFound);
+            }
+            Ok(next)
+        })
     }
 }
 
@@ -98,7 +134,7 @@ pub async fn accept<S: ProxyStream>(
 ) -> io::Result<TrojanAccept> {
     let mut buf = [0u8; READ_BUF_LEN];
     let mut filled = 0usize;
-    let mut known: Option<&TrojanUser> = None;
+    let mut known: Option<TrojanUser> = None;
     loop {
         if filled == buf.len() {
             // Unreachable: a maximal header fits in the buffer.
@@ -125,7 +161,7 @@ pub async fn accept<S: ProxyStream>(
                 Err(_) => return fallback(stream),
             }
         }
-        let Some(user) = known else { continue };
+        let Some(user) = &known else { continue };
         let (request, header_len) = match parse_request(data) {
             Ok(Parsed::Complete(parsed)) => parsed,
             Ok(Parsed::Incomplete) if n == 0 => return fallback(stream),

@@ -150,13 +150,11 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let (events, rx) = mpsc::unbounded_channel();
         tokio::spawn(async move {
-            let server = VlessServer {
-                users: vec![VlessUser {
-                    id: UserId::from_bytes(ID),
-                    email: None,
-                    vision: false,
-                }],
-            };
+            let server = Arc::new(VlessServer::new(vec![VlessUser {
+                id: UserId::from_bytes(ID),
+                email: None,
+                vision: false,
+            }]));
             loop {
                 let (tcp, _) = listener.accept().await.unwrap();
                 let server = server.clone();

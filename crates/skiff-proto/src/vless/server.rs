@@ -13,7 +13,9 @@ use super::codec::{
 };
 use super::vision::{Side, VisionStream};
 use crate::header_first::HeaderFirstStream;
-use crate::user_id::UserId;
+use crate::user_id::{UserChangeError, UserId};
+use skiff_core::Swap;
+use std::sync::Arc;
 
 /// How many bytes the handshake reads at most: a whole maximal header fits, plus a little of
 /// the payload that usually arrives with it.
@@ -30,26 +32,68 @@ pub struct VlessUser {
     pub vision: bool,
 }
 
-/// The users of a VLESS inbound.
-#[derive(Clone, Debug, Default)]
+/// The users of a VLESS inbound: a table each connection takes a snapshot of, replaced whole
+/// when users are added or removed at run time (Xray's API).
+#[derive(Debug, Default)]
 pub struct VlessServer {
-    pub users: Vec<VlessUser>,
+    users: Swap<Vec<VlessUser>>,
 }
 
 impl VlessServer {
+    pub fn new(users: Vec<VlessUser>) -> VlessServer {
+        VlessServer {
+            users: Swap::new(users),
+        }
+    }
+
+    /// The users now.
+    pub fn users(&self) -> Arc<Vec<VlessUser>> {
+        self.users.load()
+    }
+
+    /// Adds `user` unless its email is already taken (Xray's rule: emails name users).
+    pub fn add_user(&self, user: VlessUser) -> Result<(), UserChangeError> {
+        self.users.update(|users| {
+            if crate::user_id::email_taken(
+                users.iter().map(|u| u.email.as_deref()),
+                user.email.as_deref(),
+            ) {
+                return Err(UserChangeError::Exists);
+            }
+            let mut next = users.clone();
+            next.push(user);
+            Ok(next)
+        })
+    }
+
+    /// Removes the users with this email.
+    pub fn remove_user(&self, email: &str) -> Result<(), UserChangeError> {
+        self.users.update(|users| {
+            let next: Vec<VlessUser> = users
+                .iter()
+                .filter(|u| !crate::user_id::email_is(u.email.as_deref(), email))
+                .cloned()
+                .collect();
+            if next.len() == users.len() {
+                return Err(UserChangeError::NotFound);
+            }
+            Ok(next)
+        })
+    }
+
     /// Looks an id up in constant time across all users (no early exit); the first match wins.
     /// Same technique as [`crate::user_id::find_user`], over [`VlessUser`]s.
-    fn find(&self, id: &[u8; 16]) -> Option<&VlessUser> {
+    fn find(users: &[VlessUser], id: &[u8; 16]) -> Option<usize> {
         let mut found = 0usize;
         let mut any = 0usize;
-        for (index, user) in self.users.iter().enumerate() {
+        for (index, user) in users.iter().enumerate() {
             let eq = usize::from(user.id.ct_eq(id));
             let take = (eq & !any).wrapping_neg();
             found = (index & take) | (found & !take);
             any |= eq;
         }
         if std::hint::black_box(any) == 1 {
-            self.users.get(found)
+            Some(found)
         } else {
             None
         }
@@ -105,14 +149,15 @@ pub async fn accept<S: ProxyStream>(
 ) -> io::Result<VlessAccept> {
     let mut buf = [0u8; READ_BUF_LEN];
     let mut filled = 0usize;
-    let mut user: Option<&VlessUser> = None;
+    let mut user: Option<usize> = None;
+    let users = server.users();
     loop {
         let n = stream.read(&mut buf[filled..]).await?;
         filled += n;
         let data = &buf[..filled];
         if user.is_none() {
             match parse_request_user(data) {
-                Ok(Parsed::Complete(id)) => match server.find(&id) {
+                Ok(Parsed::Complete(id)) => match VlessServer::find(&users, &id) {
                     Some(found) => user = Some(found),
                     None => {
                         return Ok(VlessAccept::Fallback {
@@ -134,7 +179,9 @@ pub async fn accept<S: ProxyStream>(
                 }
             }
         }
-        let Some(known) = user else { continue };
+        let Some(known) = user.and_then(|index| users.get(index)) else {
+            continue;
+        };
         let (request, header_len) = match parse_request(data) {
             Ok(Parsed::Complete(parsed)) => parsed,
             Ok(Parsed::Incomplete) if n == 0 => {
@@ -221,28 +268,48 @@ mod tests {
 
     #[test]
     fn finds_first_matching_user() {
-        let server = VlessServer {
-            users: vec![
-                VlessUser {
-                    id: UserId::from_bytes([1; 16]),
-                    email: Some("a".into()),
-                    vision: false,
-                },
-                VlessUser {
-                    id: UserId::from_bytes([2; 16]),
-                    email: Some("b".into()),
-                    vision: false,
-                },
-                VlessUser {
-                    id: UserId::from_bytes([2; 16]),
-                    email: Some("c".into()),
-                    vision: false,
-                },
-            ],
+        let server = VlessServer::new(vec![
+            VlessUser {
+                id: UserId::from_bytes([1; 16]),
+                email: Some("a".into()),
+                vision: false,
+            },
+            VlessUser {
+                id: UserId::from_bytes([2; 16]),
+                email: Some("b".into()),
+                vision: false,
+            },
+            VlessUser {
+                id: UserId::from_bytes([2; 16]),
+                email: Some("c".into()),
+                vision: false,
+            },
+        ]);
+        let users = server.users();
+        let email = |index: Option<usize>| users[index.unwrap()].email.clone();
+        assert_eq!(
+            email(VlessServer::find(&users, &[2; 16])).as_deref(),
+            Some("b")
+        );
+        assert_eq!(
+            email(VlessServer::find(&users, &[1; 16])).as_deref(),
+            Some("a")
+        );
+        assert!(VlessServer::find(&users, &[3; 16]).is_none());
+        assert!(VlessServer::find(&[], &[1; 16]).is_none());
+        // Run-time changes: emails name users, the same email cannot be added twice.
+        let added = VlessUser {
+            id: UserId::from_bytes([3; 16]),
+            email: Some("d".into()),
+            vision: false,
         };
-        assert_eq!(server.find(&[2; 16]).unwrap().email.as_deref(), Some("b"));
-        assert_eq!(server.find(&[1; 16]).unwrap().email.as_deref(), Some("a"));
-        assert!(server.find(&[3; 16]).is_none());
-        assert!(VlessServer::default().find(&[1; 16]).is_none());
+        server.add_user(added.clone()).unwrap();
+        assert_eq!(server.add_user(added), Err(UserChangeError::Exists));
+        assert!(VlessServer::find(&server.users(), &[3; 16]).is_some());
+        server.remove_user("d").unwrap();
+        assert_eq!(server.remove_user("d"), Err(UserChangeError::NotFound));
+        assert!(VlessServer::find(&server.users(), &[3; 16]).is_none());
+        // The snapshot taken before the changes is untouched.
+        assert_eq!(users.len(), 3);
     }
 }

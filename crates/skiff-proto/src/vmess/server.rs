@@ -152,11 +152,12 @@ pub async fn accept<S: ProxyStream>(
     let mut auth_id = [0u8; AUTH_ID_LEN];
     auth_id.copy_from_slice(&buf[..AUTH_ID_LEN]);
     let now = unix_now();
-    let index = match server.authenticate(&auth_id, now) {
+    let users = server.users();
+    let index = match server.authenticate_in(&users, &auth_id, now) {
         Ok(index) => index,
         Err(why) => return Err(refuse(&mut stream, drain, budget, filled, why.to_string()).await),
     };
-    let Some(user) = server.users.get(index) else {
+    let Some(user) = users.get(index) else {
         return Err(invalid("VMess user index out of range"));
     };
     let mut opener = RequestOpener::new(user.cmd_key);

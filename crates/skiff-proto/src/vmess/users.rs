@@ -14,7 +14,9 @@
 //! After the match come the timestamp window (±120 s) and the auth-ID replay filter
 //! ([`super::replay`]); a failure there is reported like an unknown user.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use skiff_core::Swap;
 
 use skiff_crypto::hash::sha256;
 use skiff_crypto::kdf::hmac_sha256;
@@ -24,7 +26,7 @@ use skiff_crypto::vmess::AuthIdOpener;
 use super::auth_id::{AUTH_ID_LEN, MAX_CLOCK_SKEW, open_auth_id, timestamp_in_window};
 use super::keys::cmd_key;
 use super::replay::{Check, ReplayFilter};
-use crate::user_id::UserId;
+use crate::user_id::{UserChangeError, UserId};
 
 /// Auth IDs are remembered at least this long: the whole span of acceptable timestamps.
 const AUTH_ID_MEMORY: i64 = 2 * MAX_CLOCK_SKEW;
@@ -49,6 +51,18 @@ pub(crate) struct ServerUser {
     pub cmd_key: [u8; 16],
     pub email: Option<String>,
     pub level: u32,
+}
+
+impl ServerUser {
+    fn of(user: &VmessUser) -> ServerUser {
+        let cmd_key = cmd_key(user.id.as_bytes());
+        ServerUser {
+            auth: AuthIdOpener::for_cmd_key(&cmd_key),
+            cmd_key,
+            email: user.email.clone(),
+            level: user.level,
+        }
+    }
 }
 
 /// Why an auth ID was refused (for the log; the wire sees the same for all).
@@ -80,7 +94,9 @@ type SessionId = (u32, [u8; 16], [u8; 16]);
 
 /// The users of a VMess inbound with its replay filters. Shared by all its connections.
 pub struct VmessServer {
-    pub(crate) users: Vec<ServerUser>,
+    /// A snapshot per connection, replaced whole when users are added or removed at run time
+    /// (Xray's API).
+    users: Swap<Vec<Arc<ServerUser>>>,
     auth_ids: Mutex<ReplayFilter<[u8; AUTH_ID_LEN]>>,
     sessions: Mutex<ReplayFilter<SessionId>>,
     drain: DrainSize,
@@ -91,7 +107,7 @@ pub struct VmessServer {
 impl std::fmt::Debug for VmessServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VmessServer")
-            .field("users", &self.users.len())
+            .field("users", &self.users.load().len())
             .finish_non_exhaustive()
     }
 }
@@ -100,18 +116,7 @@ impl VmessServer {
     pub fn new(users: &[VmessUser]) -> VmessServer {
         VmessServer {
             drain: DrainSize::for_users(users),
-            users: users
-                .iter()
-                .map(|u| {
-                    let cmd_key = cmd_key(u.id.as_bytes());
-                    ServerUser {
-                        auth: AuthIdOpener::for_cmd_key(&cmd_key),
-                        cmd_key,
-                        email: u.email.clone(),
-                        level: u.level,
-                    }
-                })
-                .collect(),
+            users: Swap::new(users.iter().map(|u| Arc::new(ServerUser::of(u))).collect()),
             auth_ids: Mutex::new(ReplayFilter::new(AUTH_ID_MEMORY, FILTER_CAP)),
             sessions: Mutex::new(ReplayFilter::new(SESSION_MEMORY, FILTER_CAP)),
             refuse_insecure: false,
@@ -126,17 +131,62 @@ impl VmessServer {
     }
 
     pub fn user_count(&self) -> usize {
-        self.users.len()
+        self.users.load().len()
     }
 
-    /// The index of the user `auth_id` belongs to, at `now` (Unix seconds).
+    /// The users now, for one connection's handshake.
+    pub(crate) fn users(&self) -> Arc<Vec<Arc<ServerUser>>> {
+        self.users.load()
+    }
+
+    /// Adds `user` unless its email is already taken (Xray's rule: emails name users).
+    pub fn add_user(&self, user: &VmessUser) -> Result<(), UserChangeError> {
+        let added = Arc::new(ServerUser::of(user));
+        self.users.update(|users| {
+            if crate::user_id::email_taken(
+                users.iter().map(|u| u.email.as_deref()),
+                user.email.as_deref(),
+            ) {
+                return Err(UserChangeError::Exists);
+            }
+            let mut next = users.clone();
+            next.push(added);
+            Ok(next)
+        })
+    }
+
+    /// Removes the users with this email.
+    pub fn remove_user(&self, email: &str) -> Result<(), UserChangeError> {
+        self.users.update(|users| {
+            let next: Vec<Arc<ServerUser>> = users
+                .iter()
+                .filter(|u| !crate::user_id::email_is(u.email.as_deref(), email))
+                .cloned()
+                .collect();
+            if next.len() == users.len() {
+                return Err(UserChangeError::NotFound);
+            }
+            Ok(next)
+        })
+    }
+
+    /// The index of the user `auth_id` belongs to, at `now` (Unix seconds), in the users now.
     pub fn authenticate(
         &self,
         auth_id: &[u8; AUTH_ID_LEN],
         now: i64,
     ) -> Result<usize, AuthFailure> {
-        let (index, timestamp) = self
-            .users
+        self.authenticate_in(&self.users(), auth_id, now)
+    }
+
+    /// The index in `users` (a snapshot of this server's) of the user `auth_id` belongs to.
+    pub(crate) fn authenticate_in(
+        &self,
+        users: &[Arc<ServerUser>],
+        auth_id: &[u8; AUTH_ID_LEN],
+        now: i64,
+    ) -> Result<usize, AuthFailure> {
+        let (index, timestamp) = users
             .iter()
             .enumerate()
             .find_map(|(i, u)| open_auth_id(&u.auth, auth_id).map(|ts| (i, ts)))
