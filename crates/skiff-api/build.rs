@@ -5,8 +5,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protos = [
         "proto/app/stats/command/command.proto",
         "proto/app/log/command/config.proto",
+        "proto/app/proxyman/command/command.proto",
+        "proto/proxy/accounts.proto",
+        "proto/app/proxyman/config.proto",
     ];
     for p in protos {
+        println!("cargo:rerun-if-changed={p}");
+    }
+    for p in [
+        "proto/common/protocol/user.proto",
+        "proto/common/serial/typed_message.proto",
+        "proto/core/config.proto",
+        "proto/common/net/net.proto",
+    ] {
         println!("cargo:rerun-if-changed={p}");
     }
     tonic_prost_build::configure()

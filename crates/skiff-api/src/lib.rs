@@ -3,6 +3,7 @@
 //! that their clients need no change. The messages come from our .proto files in `proto/`,
 //! written from Xray's published definitions (field numbers are the contract).
 
+pub mod handler_service;
 pub mod logger_service;
 pub mod server;
 pub mod stats_service;
@@ -15,4 +16,38 @@ pub mod proto {
     pub mod log {
         tonic::include_proto!("xray.app.log.command");
     }
+
+    /// Packages that refer to each other, nested by package name as prost's paths expect.
+    pub mod xray {
+        pub mod app {
+            pub mod proxyman {
+                tonic::include_proto!("xray.app.proxyman");
+                pub mod command {
+                    tonic::include_proto!("xray.app.proxyman.command");
+                }
+            }
+        }
+        pub mod core {
+            tonic::include_proto!("xray.core");
+        }
+        pub mod common {
+            pub mod protocol {
+                tonic::include_proto!("xray.common.protocol");
+            }
+            pub mod serial {
+                tonic::include_proto!("xray.common.serial");
+            }
+            pub mod net {
+                tonic::include_proto!("xray.common.net");
+            }
+        }
+        pub mod proxy {
+            tonic::include_proto!("xray.proxy");
+        }
+    }
+
+    pub use xray::app::proxyman as receiver;
+    pub use xray::app::proxyman::command as handler;
+    pub use xray::common::{net, protocol, serial};
+    pub use xray::{core, proxy};
 }

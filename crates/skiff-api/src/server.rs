@@ -19,7 +19,9 @@ use tonic::codegen::http::{Request, Response};
 use tonic::server::NamedService;
 use tonic::transport::server::{Connected, TcpIncoming};
 
+use crate::handler_service::{HandlerApi, Handlers};
 use crate::logger_service::{LoggerApi, RestartLogger};
+use crate::proto::handler::handler_service_server::HandlerServiceServer;
 use crate::proto::log::logger_service_server::LoggerServiceServer;
 use crate::proto::stats::stats_service_server::StatsServiceServer;
 use crate::stats_service::StatsApi;
@@ -28,6 +30,7 @@ use crate::stats_service::StatsApi;
 pub struct ApiContext {
     pub stats: Arc<Stats>,
     pub restart_logger: RestartLogger,
+    pub handlers: Arc<dyn Handlers>,
 }
 
 /// The services the config's `api.services` names (Xray's names: `StatsService`,
@@ -36,10 +39,11 @@ pub struct ApiContext {
 pub struct ApiRouter {
     stats: Option<StatsServiceServer<StatsApi>>,
     logger: Option<LoggerServiceServer<LoggerApi>>,
+    handler: Option<HandlerServiceServer<HandlerApi>>,
 }
 
 /// The services Skiff has, by the names `api.services` uses.
-pub const SERVICES: &[&str] = &["StatsService", "LoggerService"];
+pub const SERVICES: &[&str] = &["StatsService", "LoggerService", "HandlerService"];
 
 impl ApiRouter {
     pub fn new(context: ApiContext, services: &[String]) -> ApiRouter {
@@ -52,6 +56,8 @@ impl ApiRouter {
                     restart: context.restart_logger,
                 })
             }),
+            handler: wants("HandlerService")
+                .then(|| HandlerServiceServer::new(HandlerApi::new(context.handlers))),
         }
     }
 }
@@ -84,6 +90,11 @@ impl Service<Request<Body>> for ApiRouter {
         }
         if let Some(svc) = self.logger.as_mut()
             && routes_to::<LoggerServiceServer<LoggerApi>>(&path)
+        {
+            return Box::pin(svc.call(request));
+        }
+        if let Some(svc) = self.handler.as_mut()
+            && routes_to::<HandlerServiceServer<HandlerApi>>(&path)
         {
             return Box::pin(svc.call(request));
         }

@@ -35,6 +35,7 @@ pub fn outbound(tag: &str) -> (OutboundHandler, ApiConnections) {
 pub async fn start(
     plan: &ApiPlan,
     shared: &Arc<Shared>,
+    handlers: Arc<crate::handlers::Registry>,
     routed: Option<ApiConnections>,
 ) -> io::Result<Vec<JoinHandle<()>>> {
     let router = {
@@ -48,6 +49,7 @@ pub async fn start(
                 }
                 Ok(())
             }),
+            handlers,
         };
         ApiRouter::new(context, &plan.services)
     };

@@ -179,6 +179,51 @@ async fn serve_protocol(
             return;
         }
     };
+    // A user the API may remove: its connection closes when it is (or already was).
+    let removed = match (&inbound.users, accepted_user(&accepted)) {
+        (Some(users), Some(email)) => match users.watch(email) {
+            Some(signal) => Some(signal),
+            None => {
+                debug!(inbound = %inbound.tag, %source, "user removed during the handshake; closing");
+                return;
+            }
+        },
+        _ => None,
+    };
+    let serve = serve_accepted(&shared, &inbound, meta, accepted, &session, source);
+    match removed {
+        None => serve.await,
+        Some(mut signal) => {
+            tokio::select! {
+                () = serve => {}
+                _ = signal.wait_for(|removed| *removed) => {
+                    debug!(inbound = %inbound.tag, %source, "user removed through the API; closing its connection");
+                }
+            }
+        }
+    }
+}
+
+/// The user an accepted connection authenticated as.
+fn accepted_user(accepted: &Accepted) -> Option<&str> {
+    match accepted {
+        Accepted::Stream { user, .. }
+        | Accepted::Datagrams { user, .. }
+        | Accepted::PacketStream { user, .. }
+        | Accepted::UdpAssociate { user, .. } => user.as_deref(),
+        Accepted::Fallback { .. } | Accepted::Done => None,
+    }
+}
+
+/// Serves what the handshake accepted.
+async fn serve_accepted(
+    shared: &Arc<Shared>,
+    inbound: &Arc<InboundHandler>,
+    mut meta: Metadata,
+    accepted: Accepted,
+    session: &LayerSession,
+    source: SocketAddr,
+) {
     let mut identify = |user: Option<String>, level: Option<u32>| {
         meta.user = user.map(Arc::from);
         if let Some(level) = level {
@@ -199,7 +244,7 @@ async fn serve_protocol(
                 crate::mux::serve(shared.clone(), inbound.clone(), meta, stream).await;
                 return;
             }
-            route_stream(&shared, &inbound, meta, destination, stream, reply).await;
+            route_stream(shared, inbound, meta, destination, stream, reply).await;
         }
         Accepted::Datagrams {
             destination,
@@ -209,11 +254,11 @@ async fn serve_protocol(
             level,
         } => {
             identify(user, level);
-            udp_stream::serve(&shared, &inbound, meta, destination, (recv, send)).await;
+            udp_stream::serve(shared, inbound, meta, destination, (recv, send)).await;
         }
         Accepted::PacketStream { stream, user } => {
             identify(user, None);
-            udp_stream::serve_trojan(&shared, &inbound, meta, stream).await;
+            udp_stream::serve_trojan(shared, inbound, meta, stream).await;
         }
         Accepted::UdpAssociate {
             control,
@@ -222,15 +267,12 @@ async fn serve_protocol(
         } => {
             identify(user, None);
             meta.network = Network::Udp;
-            if let Err(e) =
-                udp::socks_associate(&shared, &inbound, meta, control, client_hint).await
+            if let Err(e) = udp::socks_associate(shared, inbound, meta, control, client_hint).await
             {
                 debug!(inbound = %inbound.tag, %source, error = %e, "UDP association ended");
             }
         }
-        Accepted::Fallback { stream } => {
-            fall_back(&shared, &inbound, &meta, stream, &session).await
-        }
+        Accepted::Fallback { stream } => fall_back(shared, inbound, &meta, stream, session).await,
         Accepted::Done => {}
     }
 }

@@ -12,6 +12,7 @@ use skiff_proto::tunnel::TunnelInbound;
 use skiff_transport::stack::{ServerBase, ServerStack};
 
 use crate::tunnel::TunnelConfig;
+use crate::users::InboundUsers;
 use skiff_proto::fallback::{Destination, Fallback};
 use skiff_proto::shadowsocks::server::{ServerUser, ShadowsocksServer};
 use skiff_proto::trojan::codec::PasswordHash;
@@ -60,6 +61,9 @@ pub struct InboundHandler {
     pub tcp_tuning: TcpTuning,
     /// `sniffing`, when enabled.
     pub sniffing: Option<skiff_config::SniffingPlan>,
+    /// The users Xray's API may change at run time (VLESS, VMess, Trojan, Shadowsocks 2022
+    /// multi-user), with the signals that close a removed user's connections.
+    pub users: Option<InboundUsers>,
 }
 
 impl InboundHandler {
@@ -224,6 +228,7 @@ impl InboundHandler {
             udp_listener,
             tcp_tuning: crate::stream_settings::tcp_tuning(&plan.stream),
             sniffing: plan.sniffing.clone(),
+            users: InboundUsers::from_plan(&plan.protocol),
         })
     }
 

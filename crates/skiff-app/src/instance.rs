@@ -98,14 +98,28 @@ impl Running {
         let accepted = Arc::new(AtomicU64::new(0));
         let mut listeners = Vec::new();
         let mut tasks = Vec::new();
+        let registry = Arc::new(crate::handlers::Registry::default());
+        registry.set_outbounds(
+            plan.outbounds
+                .iter()
+                .map(|o| {
+                    (
+                        o.tag.clone(),
+                        crate::handlers::xray_config_type(&o.protocol),
+                    )
+                })
+                .collect(),
+        );
         if let Some(api) = &plan.api {
-            tasks.extend(crate::api::start(api, &shared, api_routed).await?);
+            tasks.extend(crate::api::start(api, &shared, registry.clone(), api_routed).await?);
         }
         for inbound_plan in &plan.inbounds {
             let inbound = Arc::new(
                 InboundHandler::build(inbound_plan, &shared.stats, &plan.policy.system)
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
             );
+            // This inbound's listener tasks are the ones pushed from here on.
+            let first_task = tasks.len();
             for range in &inbound_plan.ports {
                 for port in range.first..=range.last {
                     let addr = SocketAddr::new(inbound_plan.listen, port);
@@ -239,6 +253,11 @@ impl Running {
                     }
                 }
             }
+            let listener_tasks = tasks[first_task..]
+                .iter()
+                .map(JoinHandle::abort_handle)
+                .collect();
+            registry.add_inbound(inbound_plan, inbound, listener_tasks);
         }
         tasks.push(tokio::spawn(crate::memory::trim_after_bursts(
             accepted.clone(),

@@ -5,6 +5,7 @@ pub mod access_log;
 mod api;
 mod dispatch;
 mod fallback;
+mod handlers;
 mod inbound;
 mod kcp_params;
 mod memory;
@@ -20,6 +21,7 @@ mod tunnel;
 mod udp;
 mod udp_stream;
 mod udpspeeder;
+mod users;
 mod xhttp;
 
 pub mod instance;

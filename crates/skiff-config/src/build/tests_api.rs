@@ -66,11 +66,11 @@ fn mistakes_are_named_by_path() {
     );
     // Panels list every service Xray has: those skiff lacks are a warning, not a refusal.
     let d =
-        diagnostics(r#"{"api": {"tag": "api", "services": ["HandlerService", "StatsService"]}}"#);
+        diagnostics(r#"{"api": {"tag": "api", "services": ["RoutingService", "StatsService"]}}"#);
     assert!(
         d.iter().any(|(p, m)| p == "api.services[0]"
             && m.contains("warning")
-            && m.contains("HandlerService")),
+            && m.contains("RoutingService")),
         "{d:?}"
     );
 }
