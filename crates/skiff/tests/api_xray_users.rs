@@ -10,7 +10,7 @@
 //!   `adu` adds connects at once (VLESS with raw requests, VMess, Trojan and Shadowsocks 2022
 //!   through a Skiff client), its data echoed intact; `rmu` closes its open connection
 //!   within a second and a new one is refused; the counters of a user nobody touched keep
-//!   their values.
+//!   their values; `rmi` closes a listener and leaves its open connection running.
 
 mod common;
 
@@ -572,6 +572,24 @@ fn users_added_through_the_api_connect_and_removed_ones_are_cut() {
             "{tag}: the removed user {email} connected again"
         );
     }
+    // rmi: the listener goes, a connection it accepted before runs on.
+    let tunnel = Via::Tunnel(ports.tunnel);
+    let mut open = open_and_echo(tunnel, &data[..1000]).expect("tun-in before rmi");
+    let (ok, said) = api(&xray, ports.api, "rmi", &["tun-in"]);
+    assert!(ok, "rmi: {said}");
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while TcpStream::connect(("127.0.0.1", ports.tunnel)).is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "tun-in still accepts connections 1 s after rmi"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    open.write_all(&data[..5000]).unwrap();
+    let mut back = vec![0u8; 5000];
+    open.read_exact(&mut back)
+        .expect("the open tun-in connection after rmi");
+    assert_eq!(back, data[..5000], "echo through tun-in after rmi");
     // The untouched user's counters are where they were.
     assert_eq!(user_counters(&xray, ports.api, "a@x"), before);
     assert_healthy(&mut server, &server_log);
