@@ -1,8 +1,8 @@
 //! `xray.app.proxyman.command.HandlerService`: the inbound and outbound handlers of the
 //! running instance as panels see them. Users are added and removed at run time (AlterInbound
 //! with AddUserOperation / RemoveUserOperation), listed and counted; inbounds and outbounds
-//! are listed, inbounds removed. AddInbound/AddOutbound (a whole Xray handler config),
-//! RemoveOutbound and AlterOutbound are answered "unimplemented".
+//! are listed and removed. AddInbound/AddOutbound (a whole Xray handler config) and
+//! AlterOutbound are answered "unimplemented".
 //!
 //! The app does the work through [`Handlers`]; this module decodes Xray's messages (the
 //! account inside a user is a `TypedMessage` naming one of Xray's account types) and answers
@@ -143,6 +143,9 @@ pub trait Handlers: Send + Sync {
     /// Stops the inbound's listeners; its live connections may finish.
     fn remove_inbound(&self, tag: &str) -> Result<(), HandlerError>;
     fn outbounds(&self) -> Vec<OutboundHandlerConfig>;
+    /// Removes the outbound: connections routing sends to it are closed, as in Xray. An
+    /// unknown tag is no error (Xray).
+    fn remove_outbound(&self, tag: &str);
 }
 
 pub struct HandlerApi {
@@ -368,11 +371,10 @@ impl HandlerService for HandlerApi {
 
     async fn remove_outbound(
         &self,
-        _request: Request<RemoveOutboundRequest>,
+        request: Request<RemoveOutboundRequest>,
     ) -> Result<Response<RemoveOutboundResponse>, Status> {
-        Err(Status::unimplemented(
-            "RemoveOutbound is not supported by skiff yet",
-        ))
+        self.handlers.remove_outbound(&request.into_inner().tag);
+        Ok(Response::new(RemoveOutboundResponse {}))
     }
 
     async fn alter_outbound(

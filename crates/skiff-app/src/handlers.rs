@@ -2,6 +2,7 @@
 //! (skiff-api's [`Handlers`]): list them, list, add and remove an inbound's users, stop an
 //! inbound's listeners.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use std::net::IpAddr;
@@ -23,6 +24,7 @@ use tokio::task::AbortHandle;
 use tracing::info;
 
 use crate::inbound::InboundHandler;
+use crate::shared::Shared;
 
 /// One inbound as the API knows it.
 struct Registered {
@@ -35,14 +37,24 @@ struct Registered {
 }
 
 /// The instance's handlers, filled as listeners are bound.
-#[derive(Default)]
 pub struct Registry {
     inbounds: Mutex<Vec<Registered>>,
-    /// Tag and Xray's config type of each outbound.
-    outbounds: Mutex<Vec<(String, &'static str)>>,
+    /// Tag and Xray's config type of each outbound of the config, at its index in
+    /// `shared.outbounds`.
+    outbounds: Vec<(String, &'static str)>,
+    /// Where removed outbounds are marked.
+    shared: Arc<Shared>,
 }
 
 impl Registry {
+    pub fn new(shared: Arc<Shared>, outbounds: Vec<(String, &'static str)>) -> Registry {
+        Registry {
+            inbounds: Mutex::default(),
+            outbounds,
+            shared,
+        }
+    }
+
     /// `plan` is the inbound's as started: ListInbounds reports it.
     pub fn add_inbound(
         &self,
@@ -56,13 +68,6 @@ impl Registry {
             config,
             listeners,
         });
-    }
-
-    pub fn set_outbounds(&self, outbounds: Vec<(String, &'static str)>) {
-        *self
-            .outbounds
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = outbounds;
     }
 
     fn lock_inbounds(&self) -> std::sync::MutexGuard<'_, Vec<Registered>> {
@@ -282,15 +287,23 @@ impl Handlers for Registry {
 
     fn outbounds(&self) -> Vec<OutboundHandlerConfig> {
         self.outbounds
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .map(|(tag, kind)| OutboundHandlerConfig {
+            .zip(&self.shared.removed_outbounds)
+            .filter(|(_, removed)| !removed.load(Ordering::Relaxed))
+            .map(|((tag, kind), _)| OutboundHandlerConfig {
                 tag: tag.clone(),
                 sender_settings: typed("xray.app.proxyman.SenderConfig"),
                 proxy_settings: typed(kind),
                 ..OutboundHandlerConfig::default()
             })
             .collect()
+    }
+
+    fn remove_outbound(&self, tag: &str) {
+        for ((known, _), removed) in self.outbounds.iter().zip(&self.shared.removed_outbounds) {
+            if known == tag && !removed.swap(true, Ordering::Relaxed) {
+                info!(outbound = %tag, "API: outbound removed; connections routed to it are closed");
+            }
+        }
     }
 }

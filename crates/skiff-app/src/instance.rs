@@ -83,8 +83,11 @@ impl Running {
         });
         let router = Router::new(&plan.routing, &tags);
         let (cut, cut_signal) = watch::channel(false);
+        let removed_outbounds = outbounds.iter().map(|_| Default::default()).collect();
         let shared = Arc::new(Shared {
             outbounds,
+            removed_outbounds,
+            no_outbound: outbounds::OutboundHandler::none(),
             router,
             policy: plan.policy.clone(),
             stats,
@@ -98,8 +101,9 @@ impl Running {
         let accepted = Arc::new(AtomicU64::new(0));
         let mut listeners = Vec::new();
         let mut tasks = Vec::new();
-        let registry = Arc::new(crate::handlers::Registry::default());
-        registry.set_outbounds(
+        // The plan's outbounds are the first ones of `shared.outbounds`, in order.
+        let registry = Arc::new(crate::handlers::Registry::new(
+            shared.clone(),
             plan.outbounds
                 .iter()
                 .map(|o| {
@@ -109,7 +113,7 @@ impl Running {
                     )
                 })
                 .collect(),
-        );
+        ));
         if let Some(api) = &plan.api {
             tasks.extend(crate::api::start(api, &shared, registry.clone(), api_routed).await?);
         }

@@ -30,6 +30,45 @@ pub struct OutboundHandler {
     pub downlink: Arc<Counter>,
 }
 
+impl OutboundHandler {
+    /// Takes every connection and refuses it: where routing to an outbound the API removed
+    /// leads.
+    pub fn none() -> OutboundHandler {
+        OutboundHandler {
+            tag: Arc::from(""),
+            handler: Arc::new(NoOutbound),
+            uplink: Arc::default(),
+            downlink: Arc::default(),
+        }
+    }
+}
+
+struct NoOutbound;
+
+fn no_outbound() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::NotFound,
+        "the outbound routing picked was removed through the API",
+    )
+}
+
+impl Outbound for NoOutbound {
+    fn connect<'a>(
+        &'a self,
+        _meta: &'a skiff_core::Metadata,
+        _destination: &'a skiff_core::Address,
+    ) -> skiff_core::BoxFuture<'a, std::io::Result<skiff_core::BoxStream>> {
+        Box::pin(async { Err(no_outbound()) })
+    }
+
+    fn bind<'a>(
+        &'a self,
+        _meta: &'a skiff_core::Metadata,
+    ) -> skiff_core::BoxFuture<'a, std::io::Result<skiff_core::BoxPacketConn>> {
+        Box::pin(async { Err(no_outbound()) })
+    }
+}
+
 /// `resolver` is the DNS module, when the config has a `dns` section (freedom's UseIP*).
 pub fn build(
     plans: &[OutboundPlan],

@@ -2,6 +2,7 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use skiff_config::{LevelPolicy, PolicyPlan};
@@ -22,6 +23,10 @@ const ROUTING_RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub struct Shared {
     pub outbounds: Vec<OutboundHandler>,
+    /// Per outbound: removed through the API (RemoveOutbound).
+    pub removed_outbounds: Vec<AtomicBool>,
+    /// Where a connection routed to a removed outbound goes: nowhere (it is closed).
+    pub no_outbound: OutboundHandler,
     pub router: Router,
     pub policy: PolicyPlan,
     pub stats: Arc<Stats>,
@@ -58,7 +63,20 @@ impl Shared {
             }
         };
         // The plan guarantees at least one outbound and valid indices.
-        &self.outbounds[index.min(self.outbounds.len().saturating_sub(1))]
+        let index = index.min(self.outbounds.len().saturating_sub(1));
+        if self.is_removed(index) {
+            // Xray closes the connection too ("non existing outTag"), rather than take the
+            // default outbound.
+            &self.no_outbound
+        } else {
+            &self.outbounds[index]
+        }
+    }
+
+    fn is_removed(&self, index: usize) -> bool {
+        self.removed_outbounds
+            .get(index)
+            .is_some_and(|r| r.load(Ordering::Relaxed))
     }
 
     pub fn relay_policy(&self, level: u32) -> RelayPolicy {

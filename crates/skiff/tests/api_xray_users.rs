@@ -4,13 +4,14 @@
 //! * `handler_service_answers_as_xray_does`: Skiff and Xray run the same config (VLESS,
 //!   VMess, Trojan and Shadowsocks 2022 multi-user inbounds, a tunnel) and are asked the same
 //!   `lsi -isOnlyTags`, `inbounduser`, `inboundusercount`, `adu` (twice: the second time
-//!   every user exists), `rmu` (known, unknown), `lso`, `rmi`; the CLI's output must be the
+//!   every user exists), `rmu` (known, unknown), `rmi`, `rmo`, `lso`; the CLI's output must be the
 //!   same, errors included.
 //! * `users_added_through_the_api_connect_and_removed_ones_are_cut`: against Skiff, a user
 //!   `adu` adds connects at once (VLESS with raw requests, VMess, Trojan and Shadowsocks 2022
 //!   through a Skiff client), its data echoed intact; `rmu` closes its open connection
 //!   within a second and a new one is refused; the counters of a user nobody touched keep
-//!   their values; `rmi` closes a listener and leaves its open connection running.
+//!   their values; `rmi` closes a listener and leaves its open connection running; after
+//!   `rmo` the connections routed to that outbound are closed.
 
 mod common;
 
@@ -269,6 +270,8 @@ fn ask(xray: &Path, port: u16, users: &Path) -> Vec<(String, String)> {
     }
     q("rmi", &["tun-in"]);
     q("rmi", &["nope"]);
+    q("rmo", &["block"]);
+    q("rmo", &["nope"]);
     let (ok, text) = api(xray, port, "lsi", &["-isOnlyTags=true"]);
     said.push((
         "lsi after rmi".into(),
@@ -592,6 +595,20 @@ fn users_added_through_the_api_connect_and_removed_ones_are_cut() {
     assert_eq!(back, data[..5000], "echo through tun-in after rmi");
     // The untouched user's counters are where they were.
     assert_eq!(user_counters(&xray, ports.api, "a@x"), before);
+    // rmo: a connection routed to a removed outbound is closed (Xray: "non existing
+    // outTag"), not carried by another one.
+    let (ok, said) = api(&xray, ports.api, "rmo", &["direct"]);
+    assert!(ok, "rmo: {said}");
+    let mut conn = TcpStream::connect(("127.0.0.1", ports.vless)).unwrap();
+    conn.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+    conn.write_all(&request[..2000]).unwrap();
+    let mut back = Vec::new();
+    let _ = conn.read_to_end(&mut back);
+    assert!(
+        back.len() <= 2,
+        "a connection routed to the removed outbound carried {} bytes",
+        back.len()
+    );
     assert_healthy(&mut server, &server_log);
     assert_healthy(&mut client_proc, &client_log);
 }
