@@ -169,7 +169,7 @@ impl InboundUsers {
     }
 
     /// Adds `user` to the list and to `kind`'s server; it can connect when this returns.
-    pub fn add(&self, kind: &InboundKind, user: ApiUser) -> Result<(), HandlerError> {
+    pub fn add(&self, kind: &InboundKind, mut user: ApiUser) -> Result<(), HandlerError> {
         let mut state = self.state();
         let exists = || HandlerError::UserExists {
             protocol: self.protocol,
@@ -181,11 +181,14 @@ impl InboundUsers {
         }
         let invalid = HandlerError::Invalid;
         let email = Some(user.email.clone()).filter(|e| !e.is_empty());
-        // The signal first, under the same lock a connection's `watch` takes: a connection
-        // of the new user never finds it missing.
+        // The server's table and the signal change under the lock a connection's `watch`
+        // takes: a connection of the new user that gets past the handshake finds its signal.
+        // Ids are listed as Xray lists them: a string mapped to a UUID shows the UUID.
+        let mut id_text = None;
         let changed = match (kind, &user.account) {
             (InboundKind::Vless(server), Account::Vless { id, flow }) => {
                 let id = UserId::parse(id).map_err(|e| invalid(format!("VLESS id: {e}")))?;
+                id_text = Some(uuid_text(id.as_bytes()));
                 let vision = match flow.as_str() {
                     "" => false,
                     skiff_proto::vless::codec::FLOW_VISION => true,
@@ -195,6 +198,7 @@ impl InboundUsers {
             }
             (InboundKind::Vmess(server), Account::Vmess { id, .. }) => {
                 let id = UserId::parse(id).map_err(|e| invalid(format!("VMess id: {e}")))?;
+                id_text = Some(uuid_text(id.as_bytes()));
                 server.add_user(&VmessUser {
                     id,
                     email,
@@ -223,6 +227,11 @@ impl InboundUsers {
                 )));
             }
         };
+        if let (Some(text), Account::Vless { id, .. } | Account::Vmess { id, .. }) =
+            (id_text, &mut user.account)
+        {
+            *id = text;
+        }
         match changed {
             Ok(()) => {
                 if !user.email.is_empty() {
