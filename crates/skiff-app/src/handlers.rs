@@ -119,38 +119,45 @@ fn inbound_config(plan: &InboundPlan, handler: &InboundHandler) -> InboundHandle
         }),
         listen: Some(ip_or_domain(plan.listen)),
     };
-    let users = || -> Vec<User> {
+    let users = || -> Vec<ApiUser> {
         handler
             .users
             .as_ref()
             .map(|u| u.list(None))
             .unwrap_or_default()
-            .into_iter()
-            .map(|mut user| {
-                // The config's security, not the one it resolves to (which
-                // GetInboundUsers reports): a config without one says auto.
-                if let Account::Vmess { security, .. } = &mut user.account {
-                    *security = vmess_security("auto");
-                }
-                user_to_proto(&user)
-            })
-            .collect()
     };
+    let protos = |users: Vec<ApiUser>| -> Vec<User> { users.iter().map(user_to_proto).collect() };
     let proxy = match &plan.protocol {
         InboundProtocol::Vless(_) => typed_message(
             "xray.proxy.vless.inbound.Config",
             &VlessInboundConfig {
-                users: users(),
+                users: protos(users()),
                 decryption: "none".into(),
             },
         ),
-        InboundProtocol::Vmess(_) => typed_message(
+        InboundProtocol::Vmess(v) => typed_message(
             "xray.proxy.vmess.inbound.Config",
-            &VmessInboundConfig { user: users() },
+            &VmessInboundConfig {
+                // The config's security, not the one it resolves to (which GetInboundUsers
+                // reports): a user without one says auto.
+                user: users()
+                    .into_iter()
+                    .zip(&v.clients)
+                    .map(|(mut user, client)| {
+                        if let Account::Vmess { security, .. } = &mut user.account {
+                            *security =
+                                vmess_security(client.security.as_deref().unwrap_or("auto"));
+                        }
+                        user_to_proto(&user)
+                    })
+                    .collect(),
+            },
         ),
         InboundProtocol::Trojan(_) => typed_message(
             "xray.proxy.trojan.ServerConfig",
-            &TrojanServerConfig { users: users() },
+            &TrojanServerConfig {
+                users: protos(users()),
+            },
         ),
         InboundProtocol::Shadowsocks(ss) if ss.identity_key.is_some() => typed_message(
             "xray.proxy.shadowsocks_2022.MultiUserServerConfig",
@@ -166,7 +173,7 @@ fn inbound_config(plan: &InboundPlan, handler: &InboundHandler) -> InboundHandle
                     .as_ref()
                     .map(|k| skiff_transport::base64::encode_std(&k.0))
                     .unwrap_or_default(),
-                users: users(),
+                users: protos(users()),
                 network: networks(&ss.network),
             },
         ),

@@ -35,6 +35,15 @@ fn uuid_text(id: &[u8; 16]) -> String {
     )
 }
 
+/// The VMess security Xray reports for a user's configured one: "auto" (the default) is
+/// aes-128-gcm on amd64 and arm64. The server follows the client anyway.
+fn resolved(security: Option<&str>) -> &str {
+    match security {
+        None | Some("auto") => "aes-128-gcm",
+        Some(other) => other,
+    }
+}
+
 /// Emails name users case-insensitively: the key of the close signals.
 fn email_key(email: &str) -> Cow<'_, str> {
     if email.bytes().any(|b| b.is_ascii_uppercase()) {
@@ -86,11 +95,9 @@ impl InboundUsers {
                     .map(|c| ApiUser {
                         email: c.email.clone().unwrap_or_default(),
                         level: c.level,
-                        // What Xray reports for a user whose security is "auto" (the
-                        // default) on amd64 and arm64: the server follows the client anyway.
                         account: Account::Vmess {
                             id: uuid_text(&c.id),
-                            security: vmess_security("aes-128-gcm"),
+                            security: vmess_security(resolved(c.security.as_deref())),
                         },
                     })
                     .collect(),

@@ -803,6 +803,9 @@ pub struct VmessClient {
     pub email: Option<String>,
     /// `level`, else `default.level`, else 0.
     pub level: u32,
+    /// `security` as written (lowercase): no effect on connections (the client chooses),
+    /// reported by Xray's API as Xray reports it.
+    pub security: Option<String>,
 }
 
 /// Shows only the first 8 hex digits of the id.

@@ -95,8 +95,11 @@ fn server_config(ports: &Ports, echo: u16, cert: &Path, key: &Path, xray: bool) 
               "settings": { "decryption": "none",
                 "clients": [{ "id": UUID, "email": "a@x" }] } },
             { "tag": "vmess-in", "listen": "127.0.0.1", "port": ports.vmess, "protocol": "vmess",
-              "settings": { "clients": [{ "id": "b831381d-6324-4d53-ad4f-8cda48b30812",
-                "email": "b@x" }] } },
+              "settings": { "clients": [
+                { "id": "b831381d-6324-4d53-ad4f-8cda48b30812", "email": "b@x" },
+                // Listed with its security by both (no effect on connections).
+                { "id": "b831381d-6324-4d53-ad4f-8cda48b30814", "email": "b2@x",
+                  "security": "chacha20-poly1305" }] } },
             { "tag": "trojan-in", "listen": "127.0.0.1", "port": ports.trojan,
               "protocol": "trojan",
               "settings": { "clients": [{ "password": "pw1", "email": "c@x" }] },

@@ -100,7 +100,13 @@ pub fn inbound(
             );
         }
         if let Some(id) = id {
-            clients.push(VmessClient { id, email, level });
+            let security = raw.security.as_deref().map(str::to_ascii_lowercase);
+            clients.push(VmessClient {
+                id,
+                email,
+                level,
+                security,
+            });
         }
     }
     (error_count(diags) == before).then_some(VmessInbound {
