@@ -580,6 +580,19 @@ fn users_added_through_the_api_connect_and_removed_ones_are_cut() {
             "{tag}: the removed user {email} connected again"
         );
     }
+    // Removed users can be added again (str@x was never removed) and connect at once.
+    let (ok, said) = api(&xray, ports.api, "adu", &[users.to_str().unwrap()]);
+    assert!(
+        ok && said.contains("Added 4 user(s) in total."),
+        "adu again: {said}"
+    );
+    for (tag, email, via) in cases {
+        let again = open_and_echo(via, &data[..1000]);
+        assert!(
+            again.is_some(),
+            "{tag}: {email} added again could not connect"
+        );
+    }
     // rmi: the listener goes, a connection it accepted before runs on.
     let tunnel = Via::Tunnel(ports.tunnel);
     let mut open = open_and_echo(tunnel, &data[..1000]).expect("tun-in before rmi");
