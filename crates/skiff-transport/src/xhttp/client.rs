@@ -38,6 +38,15 @@ pub struct XhttpDialer {
     scheme: &'static str,
     http2: bool,
     pool: Mutex<Vec<Arc<H2Conn>>>,
+    /// `downloadSettings`: where the download `GET` goes instead, with its own settings.
+    download: Option<Download>,
+}
+
+/// The other server a tunnel downloads from (`downloadSettings`): the uploads stay on the
+/// dialer's own server, the session id joins the two.
+struct Download {
+    dialer: Arc<XhttpDialer>,
+    server: Address,
 }
 
 impl XhttpDialer {
@@ -58,7 +67,59 @@ impl XhttpDialer {
             scheme: if tls { "https" } else { "http" },
             http2,
             pool: Mutex::new(Vec::new()),
+            download: None,
         }
+    }
+
+    /// Sends every tunnel's download `GET` through `dialer` to `server` (`downloadSettings`);
+    /// stream-one tunnels, which have no separate download, are unaffected.
+    pub fn download_from(mut self, dialer: XhttpDialer, server: Address) -> Self {
+        self.download = Some(Download {
+            dialer: Arc::new(dialer),
+            server,
+        });
+        self
+    }
+
+    /// A tunnel's download: `GET /path/SESSION`, its response body streamed back. `Running`
+    /// holds the tunnel's place on an HTTP/2 connection.
+    async fn open_download(
+        &self,
+        server: &Address,
+        meta: &Metadata,
+        session: &str,
+    ) -> io::Result<(BoxRead, Option<Running>)> {
+        if self.http2 {
+            let running = self.h2_conn(server, meta).await?;
+            let get = self.h2_request("GET", &self.target(session, None), false, None)?;
+            let (resp, _) = Self::h2_send(&running.0, get, true).await?;
+            Ok((
+                Box::pin(LazyResponse::new(resp, h2_response_body)),
+                Some(running),
+            ))
+        } else {
+            let (reader, _) = self
+                .h1_stream(
+                    server,
+                    meta,
+                    "GET",
+                    &self.target(session, None),
+                    false,
+                    true,
+                )
+                .await?;
+            Ok((reader, None))
+        }
+    }
+
+    /// The download from `downloadSettings`' server, if the dialer has one.
+    async fn download_elsewhere(
+        &self,
+        meta: &Metadata,
+        session: &str,
+    ) -> Option<io::Result<(BoxRead, Option<Running>)>> {
+        let d = self.download.as_ref()?;
+        Some(d.dialer.open_download(&d.server, meta, session).await)
     }
 
     fn base_path(&self) -> String {
@@ -243,16 +304,10 @@ impl XhttpDialer {
                 Ok(Tunnel::new(reader, writer.expect("stream-one has a body")))
             }
             Mode::StreamUp => {
-                let (reader, _) = self
-                    .h1_stream(
-                        server,
-                        meta,
-                        "GET",
-                        &self.target(session, None),
-                        false,
-                        true,
-                    )
-                    .await?;
+                let (reader, elsewhere) = match self.download_elsewhere(meta, session).await {
+                    Some(download) => download?,
+                    None => self.open_download(server, meta, session).await?,
+                };
                 let (_, writer) = self
                     .h1_stream(
                         server,
@@ -263,19 +318,14 @@ impl XhttpDialer {
                         false,
                     )
                     .await?;
-                Ok(Tunnel::new(reader, writer.expect("stream-up has a body")))
+                Ok(Tunnel::new(reader, writer.expect("stream-up has a body"))
+                    .on_drop(move || drop(elsewhere)))
             }
             Mode::PacketUp | Mode::Auto => {
-                let (reader, _) = self
-                    .h1_stream(
-                        server,
-                        meta,
-                        "GET",
-                        &self.target(session, None),
-                        false,
-                        true,
-                    )
-                    .await?;
+                let (reader, elsewhere) = match self.download_elsewhere(meta, session).await {
+                    Some(download) => download?,
+                    None => self.open_download(server, meta, session).await?,
+                };
                 let (writer, shared) = packet_writer(&self.opts);
                 let this = H1Uploader {
                     dialer: self.clone_for_upload(),
@@ -285,7 +335,7 @@ impl XhttpDialer {
                     conn: None,
                 };
                 tokio::spawn(run_uploads(shared, self.opts.clone(), Box::new(this)));
-                Ok(Tunnel::new(reader, Box::pin(writer)))
+                Ok(Tunnel::new(reader, Box::pin(writer)).on_drop(move || drop(elsewhere)))
             }
         }
     }
@@ -298,6 +348,7 @@ impl XhttpDialer {
             scheme: self.scheme,
             http2: self.http2,
             pool: Mutex::new(Vec::new()),
+            download: None,
         })
     }
 }
@@ -700,6 +751,21 @@ impl XhttpDialer {
         send.send_request(req, end).map_err(to_io)
     }
 
+    /// The download on the tunnel's connection, unless it goes to `downloadSettings`' server.
+    async fn h2_download(
+        &self,
+        conn: &H2Conn,
+        meta: &Metadata,
+        session: &str,
+    ) -> io::Result<(BoxRead, Option<Running>)> {
+        if let Some(download) = self.download_elsewhere(meta, session).await {
+            return download;
+        }
+        let get = self.h2_request("GET", &self.target(session, None), false, None)?;
+        let (resp, _) = Self::h2_send(conn, get, true).await?;
+        Ok((Box::pin(LazyResponse::new(resp, h2_response_body)), None))
+    }
+
     async fn dial_h2(
         &self,
         server: &Address,
@@ -709,26 +775,16 @@ impl XhttpDialer {
     ) -> io::Result<Tunnel> {
         let running = self.h2_conn(server, meta).await?;
         let conn = running.0.clone();
-        let response_body = |resp: http::Response<h2::RecvStream>| -> io::Result<BoxRead> {
-            if resp.status() != 200 {
-                return Err(io::Error::other(format!(
-                    "xhttp server answered {}",
-                    resp.status()
-                )));
-            }
-            Ok(Box::pin(H2Reader::new(resp.into_body())))
-        };
         match mode {
             Mode::StreamOne => {
                 let req = self.h2_request("POST", &self.target("", None), true, None)?;
                 let (resp, send) = Self::h2_send(&conn, req, false).await?;
-                let reader = LazyResponse::new(resp, response_body);
+                let reader = LazyResponse::new(resp, h2_response_body);
                 Ok(Tunnel::new(Box::pin(reader), Box::pin(H2Writer::new(send)))
                     .on_drop(move || drop(running)))
             }
             Mode::StreamUp => {
-                let get = self.h2_request("GET", &self.target(session, None), false, None)?;
-                let (resp, _) = Self::h2_send(&conn, get, true).await?;
+                let (reader, elsewhere) = self.h2_download(&conn, meta, session).await?;
                 let post = self.h2_request("POST", &self.target(session, None), true, None)?;
                 let (up_resp, send) = Self::h2_send(&conn, post, false).await?;
                 tokio::spawn(async move {
@@ -738,14 +794,11 @@ impl XhttpDialer {
                         let _ = tokio::io::copy(&mut body, &mut tokio::io::sink()).await;
                     }
                 });
-                let reader = LazyResponse::new(resp, response_body);
-                Ok(Tunnel::new(Box::pin(reader), Box::pin(H2Writer::new(send)))
-                    .on_drop(move || drop(running)))
+                Ok(Tunnel::new(reader, Box::pin(H2Writer::new(send)))
+                    .on_drop(move || drop((running, elsewhere))))
             }
             Mode::PacketUp | Mode::Auto => {
-                let get = self.h2_request("GET", &self.target(session, None), false, None)?;
-                let (resp, _) = Self::h2_send(&conn, get, true).await?;
-                let reader = LazyResponse::new(resp, response_body);
+                let (reader, elsewhere) = self.h2_download(&conn, meta, session).await?;
                 let (writer, shared) = packet_writer(&self.opts);
                 let poster = H2Uploader {
                     dialer: self.clone_for_upload(),
@@ -755,10 +808,22 @@ impl XhttpDialer {
                     failed: Arc::new(AtomicBool::new(false)),
                 };
                 tokio::spawn(run_uploads(shared, self.opts.clone(), Box::new(poster)));
-                Ok(Tunnel::new(Box::pin(reader), Box::pin(writer)).on_drop(move || drop(running)))
+                Ok(Tunnel::new(reader, Box::pin(writer))
+                    .on_drop(move || drop((running, elsewhere))))
             }
         }
     }
+}
+
+/// A download's response: a 200 gives its body.
+fn h2_response_body(resp: http::Response<h2::RecvStream>) -> io::Result<BoxRead> {
+    if resp.status() != 200 {
+        return Err(io::Error::other(format!(
+            "xhttp server answered {}",
+            resp.status()
+        )));
+    }
+    Ok(Box::pin(H2Reader::new(resp.into_body())))
 }
 
 struct H2Uploader {

@@ -5,7 +5,10 @@
 //!   reassembled in `SEQ` order on the server ([`reorder`], [`session`]);
 //! * stream-up: the same download, and one streaming `POST /path/SESSION` as the upload;
 //! * stream-one: one `POST /path/` carries both directions (HTTP/2; over HTTP/1.1 too);
-//! * `auto`: a client picks packet-up (stream-one under REALITY, which Skiff lacks here).
+//! * `auto`: a client picks packet-up, or under REALITY stream-one (stream-up when the
+//!   downloads go elsewhere); skiff-app decides, as it knows the security layer;
+//! * `downloadSettings`: a client sends the download `GET` through another dialer, to another
+//!   server address, with that side's own settings ([`XhttpDialer::download_from`]).
 //!
 //! Every request carries `x_padding` (in the `Referer`'s query, as Xray's client sends it) of
 //! a length within `xPaddingBytes`; a server refuses a request without it.
