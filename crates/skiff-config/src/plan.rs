@@ -405,6 +405,18 @@ pub struct XhttpPlan {
     pub sc_max_buffered_posts: usize,
     pub sc_stream_up_server_secs: (u32, u32),
     pub xmux: XmuxPlan,
+    /// `downloadSettings`: a client's downloads go to this server, with these settings
+    /// (a server ignores it, as Xray's does).
+    pub download: Option<Box<XhttpDownloadPlan>>,
+}
+
+/// `xhttpSettings.extra.downloadSettings`: a stream settings object with the server's
+/// `address` and `port`, its `network` XHTTP.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XhttpDownloadPlan {
+    pub address: String,
+    pub port: u16,
+    pub stream: StreamPlan,
 }
 
 /// `xhttpSettings.mode`.

@@ -413,12 +413,43 @@ fn stream_settings() {
     ok(&with_stream(
         r#"{"network": "splithttp", "splithttpSettings": {"path": "/x"}}"#,
     ));
+    // downloadSettings: a stream settings object with the server's address and port.
+    ok(&with_stream(
+        r#"{"network": "xhttp", "xhttpSettings": {"mode": "packet-up", "extra": {"downloadSettings":
+            {"address": "dl.example", "port": 443, "network": "xhttp", "security": "tls",
+             "tlsSettings": {"serverName": "dl.example"}, "xhttpSettings": {"path": "/d"}}}}}"#,
+    ));
     has_error(
         &with_stream(
             r#"{"network": "xhttp", "xhttpSettings": {"extra": {"downloadSettings": {}}}}"#,
         ),
         "inbounds[0].streamSettings.xhttpSettings.extra.downloadSettings",
-        "not supported by this version of skiff yet",
+        "needs the `address`",
+    );
+    has_error(
+        &with_stream(
+            r#"{"network": "xhttp", "xhttpSettings": {"extra": {"downloadSettings":
+                {"address": "a", "port": 1, "network": "ws"}}}}"#,
+        ),
+        "inbounds[0].streamSettings.xhttpSettings.extra.downloadSettings.network",
+        "must use the \"xhttp\" network",
+    );
+    has_error(
+        &with_stream(
+            r#"{"network": "xhttp", "xhttpSettings": {"mode": "stream-one", "extra":
+                {"downloadSettings": {"address": "a", "port": 1, "network": "xhttp"}}}}"#,
+        ),
+        "inbounds[0].streamSettings.xhttpSettings.extra.downloadSettings",
+        "cannot be used in \"stream-one\" mode",
+    );
+    has_error(
+        &with_stream(
+            r#"{"network": "xhttp", "xhttpSettings": {"extra": {"downloadSettings":
+                {"address": "a", "port": 1, "network": "xhttp", "security": "tls",
+                 "tlsSettings": {"alpn": 3}}}}}"#,
+        ),
+        "inbounds[0].streamSettings.xhttpSettings.extra.downloadSettings.tlsSettings.alpn",
+        "invalid type",
     );
     for net in ["h2", "http", "quic", "domainsocket"] {
         has_error(

@@ -6,9 +6,11 @@
 use serde_json::{Map, Value};
 
 use super::error_count;
-use super::stream::header_list;
+use super::stream::{Side, build_stream, header_list};
+use crate::decode::decode;
 use crate::diag::Diagnostic;
-use crate::plan::{XhttpMode, XhttpPlan, XmuxPlan};
+use crate::plan::{StreamNetwork, XhttpDownloadPlan, XhttpMode, XhttpPlan, XmuxPlan};
+use crate::raw::bounds::RawStream;
 use crate::source::Loc;
 
 /// Largest `scMaxBufferedPosts`: each buffered post may hold `scMaxEachPostBytes`.
@@ -32,7 +34,6 @@ const NOT_YET: &[(&str, Option<&str>)] = &[
     ("uplinkDataKey", None),
     ("uplinkChunkSize", None),
     ("serverMaxHeaderBytes", None),
-    ("downloadSettings", None),
 ];
 
 const KNOWN: &[&str] = &[
@@ -48,6 +49,7 @@ const KNOWN: &[&str] = &[
     "scMaxBufferedPosts",
     "scStreamUpServerSecs",
     "xmux",
+    "downloadSettings",
     "extra",
 ];
 
@@ -217,6 +219,10 @@ pub fn xhttp_plan(value: &Value, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Opti
             XmuxPlan::default()
         }
     };
+    let download = match obj.get("downloadSettings") {
+        None | Some(Value::Null) => None,
+        Some(v) => download_plan(v, &oloc.key("downloadSettings"), mode, diags).map(Box::new),
+    };
     (error_count(diags) == before).then_some(XhttpPlan {
         path: if path.is_empty() { "/".into() } else { path },
         host,
@@ -230,6 +236,53 @@ pub fn xhttp_plan(value: &Value, loc: &Loc, diags: &mut Vec<Diagnostic>) -> Opti
         sc_max_buffered_posts,
         sc_stream_up_server_secs,
         xmux,
+        download,
+    })
+}
+
+/// `downloadSettings`: where and how a client downloads. Xray needs the server's address and
+/// port there and XHTTP as its network (its dialer crashes without them), and refuses it in
+/// stream-one, whose single request carries both directions.
+fn download_plan(
+    value: &Value,
+    loc: &Loc,
+    mode: XhttpMode,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<XhttpDownloadPlan> {
+    if mode == XhttpMode::StreamOne {
+        diags.push(loc.error("`downloadSettings` cannot be used in \"stream-one\" mode"));
+        return None;
+    }
+    let before = error_count(diags);
+    let raw = decode::<RawStream>(value, loc, diags)?;
+    let address = raw.address.clone().filter(|a| !a.trim().is_empty());
+    if address.is_none() {
+        diags.push(loc.error("`downloadSettings` needs the `address` to download from"));
+    }
+    if raw.port.is_none_or(|p| p == 0) {
+        diags.push(loc.error("`downloadSettings` needs the `port` to download from"));
+    }
+    // A client's settings: TLS there needs no certificate.
+    let mut stream = build_stream(Some(&raw), loc, Side::Outbound, diags);
+    match &mut stream.network {
+        StreamNetwork::Xhttp(x) => {
+            let nested = x.download.take();
+            if nested.is_some() {
+                diags.push(loc.key("xhttpSettings").warning(
+                    "a `downloadSettings` inside `downloadSettings` is ignored (as in Xray)",
+                ));
+            }
+        }
+        _ if error_count(diags) == before => diags.push(
+            loc.key("network")
+                .error("`downloadSettings` must use the \"xhttp\" network"),
+        ),
+        _ => {}
+    }
+    (error_count(diags) == before).then(|| XhttpDownloadPlan {
+        address: address.unwrap_or_default(),
+        port: raw.port.unwrap_or_default(),
+        stream,
     })
 }
 
@@ -364,14 +417,13 @@ mod tests {
     #[test]
     fn errors_name_the_key() {
         let (p, d) = build(serde_json::json!({
-            "mode": "fast", "extra": { "downloadSettings": {}, "sessionIDPlacement": "cookie",
+            "mode": "fast", "extra": { "sessionIDPlacement": "cookie",
               "xmux": { "maxConcurrency": 2, "maxConnections": 3 }, "headers": { "Host": "a" } }
         }));
         assert!(p.is_none());
         let text = format!("{d:?}");
         for needle in [
             "unsupported mode",
-            "downloadSettings",
             "sessionIDPlacement",
             "maxConnections cannot",
             "can't contain",

@@ -87,6 +87,10 @@ pub struct RawMux {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RawStream {
+    /// Read only inside `xhttpSettings.downloadSettings` (the server downloads come from);
+    /// Xray ignores both elsewhere.
+    pub address: Option<String>,
+    pub port: Option<u16>,
     pub network: Option<String>,
     pub security: Option<String>,
     pub raw_settings: Option<RawTcpSettings>,
