@@ -6,9 +6,12 @@ use std::sync::Arc;
 
 use skiff_config::{
     GrpcPlan, HttpHeaderPlan, RealityPlan, StreamNetwork, StreamPlan, StreamSecurity, TlsPlan,
+    XhttpPlan,
 };
 use skiff_core::tcp_tuning::TcpTuning;
-use skiff_core::{ClientLayer, Dialer, MultiplexServer, Outbound, OutboundDialer, ServerLayer};
+use skiff_core::{
+    Address, ClientLayer, Dialer, MultiplexServer, Outbound, OutboundDialer, ServerLayer,
+};
 use skiff_transport::grpc::{GrpcClientOptions, GrpcDialer, GrpcServer, Keepalive, Windows};
 use skiff_transport::http_header::{
     HttpHeaderClient, HttpHeaderServer, RequestTemplate, ResponseTemplate, defaults,
@@ -21,6 +24,7 @@ use skiff_transport::stack::{LayeredDialer, ServerBase, ServerStack, Unchainable
 use skiff_transport::tcp::TcpDialer;
 use skiff_transport::tls::{TlsClient, TlsClientOptions, TlsServer, TlsServerOptions, TlsVersion};
 use skiff_transport::ws::{WsClientOptions, WsServerOptions};
+use skiff_transport::xhttp::XhttpDialer;
 use skiff_transport::xhttp::XhttpServer;
 
 /// An inbound's base and layers: TLS if configured, then the network's own layer, or the
@@ -87,6 +91,33 @@ pub fn client_dialer(
     server: &str,
     via: Option<Arc<dyn Outbound>>,
 ) -> Result<Arc<dyn Dialer>, String> {
+    match client_stack(plan, server, via.clone())? {
+        ClientStack::Xhttp(mut dialer, x) => {
+            if let Some(d) = &x.download {
+                let ClientStack::Xhttp(download, _) = client_stack(&d.stream, &d.address, via)?
+                else {
+                    return Err("xhttp downloadSettings must use the xhttp network".into());
+                };
+                dialer = dialer.download_from(download, Address::from_host(&d.address, d.port));
+            }
+            Ok(Arc::new(dialer))
+        }
+        ClientStack::Other(dialer) => Ok(dialer),
+    }
+}
+
+/// What [`client_stack`] builds: XHTTP's dialer is kept concrete, so that a
+/// `downloadSettings` dialer can be joined to it.
+enum ClientStack<'a> {
+    Xhttp(XhttpDialer, &'a XhttpPlan),
+    Other(Arc<dyn Dialer>),
+}
+
+fn client_stack<'a>(
+    plan: &'a StreamPlan,
+    server: &str,
+    via: Option<Arc<dyn Outbound>>,
+) -> Result<ClientStack<'a>, String> {
     let server_name = match &plan.security {
         StreamSecurity::Tls(t) => t.server_name.clone().unwrap_or_else(|| server.to_string()),
         StreamSecurity::None => server.to_string(),
@@ -163,10 +194,10 @@ pub fn client_dialer(
                 StreamSecurity::Tls(t) => t.server_name.clone(),
                 StreamSecurity::None | StreamSecurity::Reality(_) => None,
             };
-            return Ok(Arc::new(GrpcDialer::new(
+            return Ok(ClientStack::Other(Arc::new(GrpcDialer::new(
                 lower,
                 grpc_client(g, explicit_name),
-            )));
+            ))));
         }
         StreamNetwork::Mkcp(k) => udp(
             "mKCP runs over UDP and cannot be chained through proxySettings",
@@ -185,10 +216,13 @@ pub fn client_dialer(
                 base: tcp(),
                 layers,
             });
-            return Ok(crate::xhttp::dialer(x, lower, &plan.security, &server_name));
+            return Ok(ClientStack::Xhttp(
+                crate::xhttp::dialer(x, lower, &plan.security, &server_name),
+                x,
+            ));
         }
     };
-    Ok(Arc::new(LayeredDialer { base, layers }))
+    Ok(ClientStack::Other(Arc::new(LayeredDialer { base, layers })))
 }
 
 /// A gRPC client's options; `tls_server_name` is the configured `serverName`, which Xray

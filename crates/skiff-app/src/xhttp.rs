@@ -50,13 +50,23 @@ pub fn client_alpn(options: &mut TlsClientOptions) {
 
 /// The outbound's dialer: HTTP/1.1 without TLS or with ALPN exactly `http/1.1`, HTTP/2
 /// otherwise (Xray's `decideHTTPVersion`). The `Host` is `host`, else the TLS server name,
-/// else the server's address (`server_name` is already that fallback).
+/// else the server's address (`server_name` is already that fallback). `auto` is decided
+/// here as Xray's client decides it: packet-up, but stream-one under REALITY (stream-up
+/// when the downloads go elsewhere).
 pub fn dialer(
     x: &XhttpPlan,
     lower: Arc<dyn Dialer>,
     security: &StreamSecurity,
     server_name: &str,
-) -> Arc<dyn Dialer> {
+) -> XhttpDialer {
+    let mut options = options(x);
+    if options.mode == Mode::Auto {
+        options.mode = match (security, &x.download) {
+            (StreamSecurity::Reality(_), None) => Mode::StreamOne,
+            (StreamSecurity::Reality(_), Some(_)) => Mode::StreamUp,
+            _ => Mode::PacketUp,
+        };
+    }
     let (tls, http2) = match security {
         StreamSecurity::Tls(t) => (true, !(t.alpn.len() == 1 && t.alpn[0] == "http/1.1")),
         StreamSecurity::None => (false, false),
@@ -64,5 +74,5 @@ pub fn dialer(
         StreamSecurity::Reality(_) => (true, true),
     };
     let host = x.host.clone().unwrap_or_else(|| server_name.to_owned());
-    Arc::new(XhttpDialer::new(lower, options(x), host, tls, http2))
+    XhttpDialer::new(lower, options, host, tls, http2)
 }
