@@ -5,7 +5,8 @@
 //! at once, SHA-256 checked. Also: a half-close (stream-one), Xray's client through nginx's
 //! `proxy_pass` to a Skiff server, what a probe gets (the same status and headers as from
 //! Xray), and hostile uploads (duplicate, far-ahead and flooding sequence numbers) refused
-//! with a log line while another session carries on.
+//! with a log line while another session carries on. And `downloadSettings`: a client's
+//! download taking another way (here a counting relay) than its uploads, both directions.
 
 mod common;
 
@@ -20,6 +21,13 @@ use sha2::{Digest, Sha256};
 
 const BULK: u64 = 64 << 20;
 const PATH: &str = "/xh";
+/// Once A has everything it half-closes, and D half-closes only once it has everything:
+/// between the two, the relay (Skiff's and Xray's alike) gives the rest of the upload
+/// `downlinkOnly` (5 s by default) before tearing the tunnel down, which drops what the
+/// server still holds of it. A loaded CI machine has been seen to need longer (D short of
+/// 128 KiB), so the tests give it 30 s.
+const SLOW_MACHINE_POLICY: &str =
+    r#"{ "levels": { "0": { "uplinkOnly": 30, "downlinkOnly": 30 } } }"#;
 
 fn xray() -> Option<PathBuf> {
     shared_peer("xray", "XRAY_BIN")
@@ -74,6 +82,7 @@ fn server_config(port: u16, vmess: bool, stream: serde_json::Value) -> String {
     };
     serde_json::json!({
         "log": { "loglevel": "debug" },
+        "policy": SLOW_MACHINE_POLICY.parse::<serde_json::Value>().unwrap(),
         "inbounds": [{ "listen": "127.0.0.1", "port": port, "protocol": protocol,
             "settings": settings, "streamSettings": stream }],
         // Xray 26 refuses private destinations in freedom unless a final rule allows them.
@@ -103,6 +112,7 @@ fn client_config(
     };
     serde_json::json!({
         "log": { "loglevel": "debug" },
+        "policy": SLOW_MACHINE_POLICY.parse::<serde_json::Value>().unwrap(),
         "inbounds": [{ "listen": "127.0.0.1", "port": listen, "protocol": "dokodemo-door",
             "settings": { "address": "127.0.0.1", "port": target, "network": "tcp" } }],
         "outbounds": [{ "protocol": protocol,
@@ -212,6 +222,18 @@ struct Chain {
 }
 
 fn chain(xray: &Path, case: Case, target: u16) -> Chain {
+    chain_with(xray, case, target, free_port(), |_, _| {})
+}
+
+/// A chain whose server listens on `c` and whose client's stream settings `tweak` changes
+/// (given the TLS settings the client would use, if any).
+fn chain_with(
+    xray: &Path,
+    case: Case,
+    target: u16,
+    c: u16,
+    tweak: impl FnOnce(&mut serde_json::Value, Option<&serde_json::Value>),
+) -> Chain {
     let dir = TempDir::new(&format!(
         "xhttp-{:?}-{}-{}-{}",
         case.role, case.mode, case.vmess, case.tls
@@ -221,20 +243,17 @@ fn chain(xray: &Path, case: Case, target: u16) -> Chain {
     let tls = case
         .tls
         .then_some((cert.as_path(), key.as_path(), pin.as_str()));
-    let (b, c) = (free_port(), free_port());
+    let b = free_port();
     let extra = serde_json::json!({});
     let server = server_config(
         c,
         case.vmess,
         stream_settings(case.mode, tls, true, extra.clone()),
     );
-    let client = client_config(
-        b,
-        target,
-        c,
-        case.vmess,
-        stream_settings(case.mode, tls, false, extra),
-    );
+    let mut client_stream = stream_settings(case.mode, tls, false, extra);
+    let client_tls = client_stream.get("tlsSettings").cloned();
+    tweak(&mut client_stream, client_tls.as_ref());
+    let client = client_config(b, target, c, case.vmess, client_stream);
     match case.role {
         Role::XrayClient => {
             let skiff = start_skiff(dir.path(), "c", &server, &[c]);
@@ -273,7 +292,12 @@ fn run_case(case: Case) {
     let Some(xray) = xray() else { return };
     let sink = TcpListener::bind("127.0.0.1:0").unwrap();
     let d = sink.local_addr().unwrap().port();
-    let mut ch = chain(&xray, case, d);
+    let ch = chain(&xray, case, d);
+    run_chain(case, ch, sink);
+}
+
+/// 64 MiB each way at once through `ch` to D (`sink`), both checked by SHA-256.
+fn run_chain(case: Case, mut ch: Chain, sink: TcpListener) {
     let d_side = std::thread::spawn(move || {
         let (s, _) = sink.accept().unwrap();
         exchange(s, 2, BULK)
@@ -600,4 +624,118 @@ fn hostile_sequence_numbers_are_refused_and_bounded() {
         assert!(text.contains(line), "no log line `{line}`:\n{text}");
     }
     assert_healthy(&mut skiff, &log);
+}
+
+/// A TCP relay from a port of its own to `to`, counting the bytes each way: the proof that
+/// a tunnel's download took `downloadSettings`' way and its uploads did not.
+struct CountingRelay {
+    port: u16,
+    up: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    down: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+fn counting_relay(to: u16) -> CountingRelay {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (up, down) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let pump = |mut from: TcpStream, mut to: TcpStream, count: Arc<AtomicU64>| {
+        std::thread::spawn(move || {
+            from.set_read_timeout(Some(Duration::from_secs(120)))
+                .unwrap();
+            let mut buf = vec![0u8; 64 * 1024];
+            while let Ok(n @ 1..) = from.read(&mut buf) {
+                if to.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+                count.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            let _ = to.shutdown(Shutdown::Write);
+        });
+    };
+    let (u, dn) = (up.clone(), down.clone());
+    std::thread::spawn(move || {
+        // A tunnel's download is one connection (a few more if one is retried).
+        for _ in 0..16 {
+            let Ok((client, _)) = listener.accept() else {
+                return;
+            };
+            let Ok(server) = TcpStream::connect(("127.0.0.1", to)) else {
+                return;
+            };
+            pump(
+                client.try_clone().unwrap(),
+                server.try_clone().unwrap(),
+                u.clone(),
+            );
+            pump(server, client, dn.clone());
+        }
+    });
+    CountingRelay { port, up, down }
+}
+
+/// `downloadSettings`: the client uploads to the server's port and downloads through a relay
+/// to the same server, with its own settings there. With TLS and Skiff's client the uploads
+/// go over HTTP/1.1 (ALPN `http/1.1`) and the download over HTTP/2, so the two halves differ
+/// in HTTP version too. Xray's client cannot do that: with `alpn: ["http/1.1"]` it writes
+/// HTTP/1.1 but its hello still offers h2, so servers (Xray's own too) pick h2 and refuse
+/// the request. The server needs nothing: the session id joins the halves.
+fn download_elsewhere(role: Role, mode: &'static str, tls: bool) {
+    use std::sync::atomic::Ordering;
+    let Some(xray) = xray() else { return };
+    let sink = TcpListener::bind("127.0.0.1:0").unwrap();
+    let d = sink.local_addr().unwrap().port();
+    let c = free_port();
+    let relay = counting_relay(c);
+    let case = Case {
+        role,
+        vmess: false,
+        tls,
+        mode,
+    };
+    let relay_port = relay.port;
+    let ch = chain_with(&xray, case, d, c, |stream, client_tls| {
+        let mut download = serde_json::json!({ "address": "127.0.0.1", "port": relay_port,
+            "network": "xhttp", "xhttpSettings": { "path": PATH } });
+        if let Some(client_tls) = client_tls {
+            download["security"] = "tls".into();
+            download["tlsSettings"] = client_tls.clone();
+            if role == Role::XrayServer {
+                stream["tlsSettings"]["alpn"] = serde_json::json!(["http/1.1"]);
+            }
+        }
+        stream["xhttpSettings"]["extra"]["downloadSettings"] = download;
+    });
+    run_chain(case, ch, sink);
+    let (up, down) = (
+        relay.up.load(Ordering::Relaxed),
+        relay.down.load(Ordering::Relaxed),
+    );
+    eprintln!("{case:?}: through downloadSettings' relay: {up} B up, {down} B down");
+    assert!(
+        down >= BULK,
+        "{case:?}: the download went elsewhere ({down} B)"
+    );
+    assert!(up < 1 << 20, "{case:?}: the uploads did not ({up} B)");
+}
+
+#[test]
+fn skiff_client_downloads_elsewhere_from_xray_packet_up_h1_up_h2_down() {
+    download_elsewhere(Role::XrayServer, "packet-up", true);
+}
+
+#[test]
+fn skiff_client_downloads_elsewhere_from_xray_stream_up_h1() {
+    download_elsewhere(Role::XrayServer, "stream-up", false);
+}
+
+#[test]
+fn xray_client_downloads_elsewhere_from_skiff_packet_up_h2() {
+    download_elsewhere(Role::XrayClient, "packet-up", true);
+}
+
+#[test]
+fn xray_client_downloads_elsewhere_from_skiff_stream_up_h1() {
+    download_elsewhere(Role::XrayClient, "stream-up", false);
 }
