@@ -38,7 +38,8 @@ pub struct BenchArgs {
     /// with --link, download, as the reports measured lossy links).
     #[arg(short = 'd', long, value_name = "DIR")]
     pub direction: Option<String>,
-    /// Payload: raw bytes, or tls (bulk data inside end-to-end TLS 1.3).
+    /// Payload: raw bytes, tls (bulk data inside end-to-end TLS 1.3), or tls:SIZE with records
+    /// of at most SIZE bytes (512 to 16k, e.g. tls:1k, tls:4k: the record-size sweep).
     #[arg(long, default_value = "raw", value_name = "KIND")]
     pub payload: String,
     /// Only combinations whose name contains one of these comma-separated words.

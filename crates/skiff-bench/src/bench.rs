@@ -49,11 +49,7 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
             args.filter.unwrap_or_default()
         ));
     }
-    let tls = match args.payload.as_str() {
-        "raw" => None,
-        "tls" => Some(crate::tls::TlsPayload::new()?),
-        other => return Err(format!("--payload `{other}`: expected raw or tls")),
-    };
+    let tls = crate::tls::parse_payload(&args.payload)?;
     let started = SystemTime::now();
     let (amount, mode, repeats) = (plan.amount, plan.mode, plan.repeats);
     let cpu_limit = match &args.cpu_limit {
