@@ -94,7 +94,7 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
         (None, None) => Place::loopback(),
     };
     place.tcp_congestion = Some(cc.clone());
-    let link_text = link.as_ref().map(crate::link::Link::describe);
+    let ping = link.as_ref().and_then(crate::netlab::probe);
     let workdir = WorkDir::new().map_err(|e| format!("cannot create a scratch directory: {e}"))?;
 
     let jobs = &plan.jobs;
@@ -134,6 +134,13 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
         ));
     }
     bar.finish_and_clear();
+    let link_text = link.as_ref().map(|l| {
+        format!(
+            "{}; {}",
+            l.describe(),
+            crate::netlab::measured(&l.counters(), ping.as_ref())
+        )
+    });
 
     let mut binaries = vec![BinaryInfo {
         name: "skiff".into(),

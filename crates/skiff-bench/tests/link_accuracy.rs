@@ -1,6 +1,9 @@
 //! The emulated link measured end to end (needs root and /dev/net/tun, as in CI; skipped
-//! otherwise): delay and loss as a ping sees them, then the clean link's TCP throughput, which
-//! bounds what any proxy row can reach across it.
+//! otherwise): delay and loss as a ping sees them, the clean link's TCP throughput, which
+//! bounds what any proxy row can reach across it, and the validation the bench's figures rest
+//! on: at 100 ms each way every round trip within 1 ms of 200 ms and 600 Mbit/s carried
+//! whole, and the loss applied within a quarter point of the setting each way (half a point
+//! round trip) over 100 000 datagrams.
 //!
 //! One test function, so the two parts never share the CPU with each other.
 
@@ -97,9 +100,134 @@ fn link_delay_loss_and_clean_throughput() {
     drop(clean);
     // The goal is 500 Mbit/s; CI machines vary, so the gate leaves margin.
     assert!(mbit >= 300.0, "{mbit:.0} Mbit/s over the clean link");
+
+    // The reports' delay: 100 ms each way. Every probe's round trip is the delay twice plus
+    // the forwarding, which must stay under 1 ms each way.
+    let far = up("delay=100ms");
+    let ping = link::udp_ping(&far, 50, Duration::from_millis(10), Duration::from_secs(1))
+        .expect("udp ping");
+    println!("delay=100ms: {ping}");
+    // What the link carries across 100 ms each way, without TCP's windows in the way (its
+    // default buffers hold less than 500 Mbit/s × 200 ms): 60 000 datagrams of 1 400 bytes
+    // sent at 600 Mbit/s must all arrive, at the rate sent.
+    let blast = udp_blast(&far, 60_000, 1400, Duration::from_nanos(18_667));
+    println!("  counters: {:?}", far.counters());
+    drop(far);
+    let mbit = blast.received as f64 * 1400.0 * 8.0 / blast.span.as_secs_f64() / 1e6;
+    println!(
+        "delay=100ms clean: {} of {} datagrams of 1400 B arrived at {mbit:.0} Mbit/s",
+        blast.received, blast.sent
+    );
+    assert_eq!(blast.received, blast.sent, "a clean link loses nothing");
+    assert!(mbit >= 500.0, "{mbit:.0} Mbit/s across 100 ms each way");
+    assert_eq!(ping.received, ping.sent, "a clean link loses nothing");
+    let (min, max) = (ping.min().unwrap(), ping.max().unwrap());
     assert!(
-        started.elapsed() < Duration::from_secs(60),
+        min >= Duration::from_millis(200) && max <= Duration::from_millis(202),
+        "round trips {min:?}..{max:?}, expected 200 ms to 202 ms"
+    );
+
+    // The loss applied, one way, against the setting: 9 % round trip is 4.61 % each way.
+    // 100 000 datagrams leave a standard error of 0.07 points, so 0.25 points one way
+    // (0.5 round trip) is over three of them.
+    let lossy = up("delay=1ms,loss=9%");
+    let Blast { sent, received, .. } = udp_blast(&lossy, 100_000, 8, Duration::from_micros(20));
+    let counters = lossy.counters();
+    drop(lossy);
+    let seen = 1.0 - received as f64 / sent as f64;
+    let applied = counters.b_to_c.dropped_loss as f64 / counters.b_to_c.packets_in as f64;
+    let expected = 1.0 - (1.0f64 - 0.09).sqrt();
+    println!(
+        "loss=9%: {sent} sent, {received} received: {:.3} % seen one way, {:.3} % applied, {:.3} % set",
+        seen * 100.0,
+        applied * 100.0,
+        expected * 100.0
+    );
+    assert_eq!(
+        counters.b_to_c.dropped_queue, 0,
+        "the blast overran the queue"
+    );
+    assert!(
+        (seen - expected).abs() <= 0.0025,
+        "one-way loss {:.3} %, set {:.3} %",
+        seen * 100.0,
+        expected * 100.0
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(90),
         "took {:?}",
         started.elapsed()
     );
+}
+
+struct Blast {
+    sent: u32,
+    received: u32,
+    /// From the first datagram's arrival to the last's.
+    span: Duration,
+}
+
+/// Sends `count` datagrams of `size` bytes from B to C, one every `every` (in bursts when
+/// the sender falls behind), and counts what arrives (a straggler has 1 s after the last).
+fn udp_blast(link: &Link, count: u32, size: usize, every: Duration) -> Blast {
+    use std::net::UdpSocket;
+    let sink = link
+        .run_in_c(|| UdpSocket::bind((link.addr_c(), 0)))
+        .unwrap()
+        .unwrap();
+    let to = sink.local_addr().unwrap();
+    let source = link
+        .run_in_b(|| UdpSocket::bind((link.addr_b(), 0)))
+        .unwrap()
+        .unwrap();
+    sink.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    // Room for a whole blast: the test measures the link, not the receiver's scheduling.
+    // SO_RCVBUFFORCE passes net.core.rmem_max (the test runs as root, as the link needs).
+    let room: libc::c_int = 128 << 20;
+    // SAFETY: a valid socket and a c_int option of the size given.
+    let set = unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(&sink),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            (&raw const room).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(
+        set,
+        0,
+        "SO_RCVBUFFORCE: {}",
+        std::io::Error::last_os_error()
+    );
+    std::thread::scope(|scope| {
+        let receiver = scope.spawn(|| {
+            let mut buf = vec![0u8; size.max(64)];
+            let mut received = 0u32;
+            let mut first = None;
+            let mut last = Instant::now();
+            while received < count && sink.recv(&mut buf).is_ok() {
+                last = Instant::now();
+                first.get_or_insert(last);
+                received += 1;
+            }
+            (received, first.map_or(Duration::ZERO, |f| last - f))
+        });
+        let start = Instant::now();
+        let mut datagram = vec![0u8; size];
+        for i in 0..count {
+            let due = start + every * i;
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            datagram[..4].copy_from_slice(&i.to_le_bytes());
+            let _ = source.send_to(&datagram, to);
+        }
+        let (received, span) = receiver.join().unwrap();
+        Blast {
+            sent: count,
+            received,
+            span,
+        }
+    })
 }
