@@ -117,6 +117,16 @@ impl Running {
         if let Some(api) = &plan.api {
             tasks.extend(crate::api::start(api, &shared, registry.clone(), api_routed).await?);
         }
+        if let Some(metrics) = &plan.metrics {
+            let source = crate::metrics::Source {
+                stats: shared.stats.clone(),
+                permits: permits.clone(),
+                max_connections: MAX_CONNECTIONS,
+                accepted: accepted.clone(),
+                cmdline: std::env::args().collect(),
+            };
+            tasks.push(crate::metrics::start(metrics, source, shutdown.subscribe()).await?);
+        }
         for inbound_plan in &plan.inbounds {
             let inbound = Arc::new(
                 InboundHandler::build(inbound_plan, &shared.stats, &plan.policy.system)

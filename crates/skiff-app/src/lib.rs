@@ -9,6 +9,7 @@ mod handlers;
 mod inbound;
 mod kcp_params;
 mod memory;
+pub mod metrics;
 mod mux;
 mod outbound_kcptun;
 mod outbounds;

@@ -44,6 +44,7 @@ pub struct Merged {
     pub routing: Option<Item<RawRouting>>,
     pub policy: Option<Item<RawPolicy>>,
     pub api: Option<Item<crate::raw::top::RawApi>>,
+    pub metrics: Option<Item<crate::raw::top::RawMetrics>>,
     pub dns: Option<Item<RawDns>>,
     /// What failed to decode in any file.
     pub damage: Damage,
@@ -67,6 +68,9 @@ pub fn merge(files: Vec<ParsedFile>, diags: &mut Vec<Diagnostic>) -> Merged {
         }
         if file.api.is_some() {
             merged.api = file.api;
+        }
+        if file.metrics.is_some() {
+            merged.metrics = file.metrics;
         }
         if file.dns.is_some() {
             merged.dns = file.dns;

@@ -27,6 +27,14 @@ pub struct Plan {
     pub dns: Option<DnsConfig>,
     /// The `api` section: Xray's gRPC API.
     pub api: Option<ApiPlan>,
+    /// The `metrics` section: Prometheus text and Xray's expvar JSON over HTTP.
+    pub metrics: Option<MetricsPlan>,
+}
+
+/// `metrics`: where the Prometheus (`/metrics`) and expvar (`/debug/vars`) endpoint listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetricsPlan {
+    pub listen: std::net::SocketAddr,
 }
 
 /// `api`: where Xray's gRPC API is served and which services.

@@ -91,6 +91,17 @@ impl Stats {
         found
     }
 
+    /// Hands `read` every counter Xray also has (not `relay>>>…`) with its value, in no
+    /// particular order, without copying names: for a reader that walks them all (the metrics
+    /// endpoint). New counters wait for `read` to return, so it should not block.
+    pub fn visit<R>(&self, read: impl FnOnce(&mut dyn Iterator<Item = (&str, u64)>) -> R) -> R {
+        let map = self
+            .counters
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        read(&mut map.iter().map(|(name, c)| (name.as_str(), c.get())))
+    }
+
     /// Every counter and its value, sorted by name.
     pub fn snapshot(&self) -> Vec<(String, u64)> {
         let map = self

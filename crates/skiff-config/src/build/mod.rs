@@ -10,6 +10,7 @@ mod geo_load;
 mod grpc;
 mod inbound;
 mod log;
+mod metrics;
 mod mux;
 mod outbound;
 mod policy;
@@ -82,6 +83,7 @@ pub fn build(merged: &Merged, diags: &mut Vec<Diagnostic>) -> Plan {
         diags,
     );
     let policy = policy::build_policy(merged.policy.as_ref(), diags);
+    let metrics = metrics::build_metrics(merged.metrics.as_ref(), diags);
     Plan {
         log,
         inbounds,
@@ -90,6 +92,7 @@ pub fn build(merged: &Merged, diags: &mut Vec<Diagnostic>) -> Plan {
         policy,
         dns,
         api,
+        metrics,
     }
 }
 
@@ -137,6 +140,8 @@ mod tests;
 mod tests_api;
 #[cfg(test)]
 mod tests_dns;
+#[cfg(test)]
+mod tests_metrics;
 
 #[cfg(test)]
 mod tests_trojan;

@@ -42,6 +42,7 @@ pub struct ParsedFile {
     pub policy: Option<Item<RawPolicy>>,
     pub dns: Option<Item<RawDns>>,
     pub api: Option<Item<top::RawApi>>,
+    pub metrics: Option<Item<top::RawMetrics>>,
     pub damage: Damage,
 }
 
@@ -88,7 +89,6 @@ const UNSUPPORTED_SECTIONS: &[&str] = &[
     "observatory",
     "burstObservatory",
     "transport",
-    "metrics",
 ];
 
 /// Parses one source. Returns `None` when the text is not JSON (the syntax error is in
@@ -137,6 +137,7 @@ pub fn parse_file(name: &str, text: &str, diags: &mut Vec<Diagnostic>) -> Option
         routing: None,
         policy: None,
         api: None,
+        metrics: None,
         dns: None,
         damage: Damage::default(),
     };
@@ -154,6 +155,7 @@ pub fn parse_file(name: &str, text: &str, diags: &mut Vec<Diagnostic>) -> Option
             "routing" => parsed.routing = section(value, loc, diags),
             "policy" => parsed.policy = section(value, loc, diags),
             "api" => parsed.api = section(value, loc, diags),
+            "metrics" => parsed.metrics = section(value, loc, diags),
             "dns" => parsed.dns = section(value, loc, diags),
             "stats" => {
                 let _: Option<Item<RawStats>> = section(value, loc, diags);

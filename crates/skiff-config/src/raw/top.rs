@@ -139,3 +139,12 @@ pub struct RawApi {
     pub listen: Option<String>,
     pub services: Option<Vec<String>>,
 }
+
+/// Xray's `metrics`: the Prometheus and expvar endpoint, served on `listen` (or, in Xray,
+/// through an inbound routed to `tag`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawMetrics {
+    pub tag: Option<String>,
+    pub listen: Option<String>,
+}
