@@ -572,6 +572,7 @@ async fn run_uploads(
 ) {
     let mut seq = 0u64;
     let mut last: Option<Instant> = None;
+    let mut pacer = super::pacer::Pacer::new();
     loop {
         let data = loop {
             {
@@ -593,10 +594,7 @@ async fn run_uploads(
         }
         let interval = Duration::from_millis(u64::from(opts.sc_min_posts_interval_ms.pick()));
         if let Some(last) = last {
-            let since = last.elapsed();
-            if since < interval {
-                tokio::time::sleep(interval - since).await;
-            }
+            pacer.sleep_until(last + interval).await;
         }
         let chunk = {
             let mut st = shared.lock();

@@ -22,6 +22,7 @@ pub mod chunked;
 pub mod client;
 pub mod h1;
 pub mod h2io;
+pub mod pacer;
 pub mod reorder;
 pub mod request;
 pub mod server;
