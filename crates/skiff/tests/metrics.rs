@@ -91,8 +91,11 @@ fn echo_server() -> u16 {
     port
 }
 
-/// Sends `request` then `payload`, reads until the server closes; returns what came back.
-fn carry(port: u16, request: &[u8], payload: &[u8]) -> Vec<u8> {
+/// Sends `request` then `payload` and reads back `expect` bytes (or to the end, if sooner).
+/// It does not wait for the close: whether Xray passes a half-close on depends on the path
+/// (see the half-close notes in the interop tests), and once, in a CI rehearsal, Xray's end
+/// of this exchange stayed open past the read timeout after every byte had come back.
+fn carry(port: u16, request: &[u8], payload: &[u8], expect: usize) -> Vec<u8> {
     let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
     conn.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
     let mut writer = conn.try_clone().unwrap();
@@ -103,15 +106,27 @@ fn carry(port: u16, request: &[u8], payload: &[u8]) -> Vec<u8> {
         writer.shutdown(std::net::Shutdown::Write).unwrap();
     });
     let mut back = Vec::new();
-    conn.read_to_end(&mut back).unwrap();
+    let mut buf = vec![0u8; 64 << 10];
+    while back.len() < expect {
+        let n = conn.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        back.extend_from_slice(&buf[..n]);
+    }
     sender.join().unwrap();
     back
 }
 
 fn traffic(ports: &Ports, echo: u16) {
     let data = noise(11, PAYLOAD);
-    assert_eq!(carry(ports.tunnel, &[], &data), data, "tunnel echo");
-    let back = carry(ports.vless, &vless_request(&UUID_BYTES, echo, &[]), &data);
+    assert_eq!(
+        carry(ports.tunnel, &[], &data, data.len()),
+        data,
+        "tunnel echo"
+    );
+    let request = vless_request(&UUID_BYTES, echo, &[]);
+    let back = carry(ports.vless, &request, &data, 2 + data.len());
     assert_eq!(
         &back[2..],
         &data[..],
