@@ -174,6 +174,7 @@ impl Direction {
         // packets microseconds apart, so ask for precise wake-ups.
         // SAFETY: prctl with integer arguments only affects this thread.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+        run_as_the_wire();
         let epoch = Instant::now();
         let now_ns = || epoch.elapsed().as_nanos() as u64;
         let (input, output) = (self.input.as_raw_fd(), self.output.as_raw_fd());
@@ -275,4 +276,16 @@ pub(super) fn wait_readable(fd: RawFd, timeout: Duration) -> io::Result<()> {
         return Err(io::Error::other(format!("poll revents {:#x}", pfd.revents)));
     }
     Ok(())
+}
+
+/// Puts the calling direction thread under SCHED_FIFO at the lowest real-time priority, when
+/// the process may (root or CAP_SYS_NICE, which the link's namespaces need anyway), so that the
+/// link keeps its delays while the proxies under test load both cores: a wire does not wait for
+/// the CPU, and netem, which this stands in for, runs in softirq ahead of every process. The
+/// thread sleeps in ppoll between packets, and the kernel's real-time throttling (95 % of each
+/// second by default) bounds it if it ever spins. Without the privilege it stays as it was.
+fn run_as_the_wire() {
+    let param = libc::sched_param { sched_priority: 1 };
+    // SAFETY: pid 0 is the calling thread; the parameter outlives the call.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
 }
