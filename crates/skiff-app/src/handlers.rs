@@ -74,6 +74,35 @@ impl Registry {
         self.inbounds.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Unregisters inbound `tag` and closes its listeners (their tasks are aborted; the
+    /// connections they accepted run in tasks of their own). False if there is none.
+    pub fn stop_inbound(&self, tag: &str) -> bool {
+        let removed = {
+            let mut inbounds = self.lock_inbounds();
+            let Some(index) = inbounds.iter().position(|r| &*r.handler.tag == tag) else {
+                return false;
+            };
+            inbounds.remove(index)
+        };
+        for listener in &removed.listeners {
+            listener.abort();
+        }
+        true
+    }
+
+    /// The running inbound with `tag`, if any.
+    pub fn handler(&self, tag: &str) -> Option<Arc<InboundHandler>> {
+        self.inbound(tag).ok()
+    }
+
+    /// The tags of the running inbounds.
+    pub fn tags(&self) -> Vec<String> {
+        self.lock_inbounds()
+            .iter()
+            .map(|r| r.handler.tag.to_string())
+            .collect()
+    }
+
     fn inbound(&self, tag: &str) -> Result<Arc<InboundHandler>, HandlerError> {
         self.lock_inbounds()
             .iter()
@@ -277,16 +306,8 @@ impl Handlers for Registry {
     }
 
     fn remove_inbound(&self, tag: &str) -> Result<(), HandlerError> {
-        let removed = {
-            let mut inbounds = self.lock_inbounds();
-            let index = inbounds
-                .iter()
-                .position(|r| &*r.handler.tag == tag)
-                .ok_or(HandlerError::NoClue)?;
-            inbounds.remove(index)
-        };
-        for listener in &removed.listeners {
-            listener.abort();
+        if !self.stop_inbound(tag) {
+            return Err(HandlerError::NoClue);
         }
         info!(inbound = %tag, "API: inbound removed; its listeners are closed");
         Ok(())

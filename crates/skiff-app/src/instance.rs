@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use skiff_config::Plan;
+use skiff_config::{InboundPlan, Plan};
 use skiff_core::{BoxStream, Network, Stats};
 use skiff_proto::shadowsocks;
 use tokio::net::{TcpListener, UdpSocket};
@@ -40,13 +40,35 @@ pub struct BoundListener {
 }
 
 pub struct Running {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     shutdown: watch::Sender<bool>,
     /// Fired when the grace period is over: relays still running reset both their ends.
     cut: watch::Sender<bool>,
     permits: Arc<Semaphore>,
-    listeners: Vec<BoundListener>,
-    tasks: Vec<JoinHandle<()>>,
+    pub(crate) listeners: Vec<BoundListener>,
+    pub(crate) tasks: Vec<JoinHandle<()>>,
+    /// Starts inbounds after `start` too (a reload).
+    pub(crate) binder: Binder,
+    pub(crate) registry: Arc<crate::handlers::Registry>,
+    /// What the running instance was started or last reloaded from, for the next reload to
+    /// compare against.
+    pub(crate) applied: crate::reload::Applied,
+}
+
+/// What binding and serving an inbound's listeners needs: kept by [`Running`] so that a
+/// reload starts new inbounds exactly as `start` did.
+pub(crate) struct Binder {
+    shared: Arc<Shared>,
+    permits: Arc<Semaphore>,
+    accepted: Arc<AtomicU64>,
+    shutdown: watch::Receiver<bool>,
+}
+
+/// An inbound whose listeners are bound and served.
+pub(crate) struct StartedInbound {
+    pub handler: Arc<InboundHandler>,
+    pub listeners: Vec<BoundListener>,
+    pub tasks: Vec<JoinHandle<()>>,
 }
 
 impl Running {
@@ -127,151 +149,22 @@ impl Running {
             };
             tasks.push(crate::metrics::start(metrics, source, shutdown.subscribe()).await?);
         }
+        let binder = Binder {
+            shared: shared.clone(),
+            permits: permits.clone(),
+            accepted: accepted.clone(),
+            shutdown: shutdown.subscribe(),
+        };
         for inbound_plan in &plan.inbounds {
             let inbound = Arc::new(
                 InboundHandler::build(inbound_plan, &shared.stats, &plan.policy.system)
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
             );
-            // This inbound's listener tasks are the ones pushed from here on.
-            let first_task = tasks.len();
-            for range in &inbound_plan.ports {
-                for port in range.first..=range.last {
-                    let addr = SocketAddr::new(inbound_plan.listen, port);
-                    if inbound.tcp {
-                        let listener =
-                            bind_tcp(addr).map_err(|e| name_error(&inbound.tag, "tcp", addr, e))?;
-                        let local = listener.local_addr()?;
-                        listeners.push(BoundListener {
-                            tag: inbound.tag.to_string(),
-                            protocol: inbound.protocol_name(),
-                            network: Network::Tcp,
-                            address: local,
-                        });
-                        tasks.push(tokio::spawn(accept_loop(
-                            listener,
-                            shared.clone(),
-                            inbound.clone(),
-                            permits.clone(),
-                            accepted.clone(),
-                            shutdown.subscribe(),
-                        )));
-                    }
-                    if let Some(config) = inbound.layers.mkcp() {
-                        let socket = UdpSocket::bind(addr)
-                            .await
-                            .map_err(|e| name_error(&inbound.tag, "udp", addr, e))?;
-                        let local = socket.local_addr()?;
-                        listeners.push(BoundListener {
-                            tag: inbound.tag.to_string(),
-                            protocol: inbound.protocol_name(),
-                            network: Network::Udp,
-                            address: local,
-                        });
-                        tasks.push(tokio::spawn(serve_mkcp(
-                            shared.clone(),
-                            inbound.clone(),
-                            Arc::new(socket),
-                            config.clone(),
-                            permits.clone(),
-                            accepted.clone(),
-                            shutdown.subscribe(),
-                        )));
-                    }
-                    if let Some(params) = inbound.layers.kcptun() {
-                        let socket = UdpSocket::bind(addr)
-                            .await
-                            .map_err(|e| name_error(&inbound.tag, "udp", addr, e))?;
-                        let local = socket.local_addr()?;
-                        listeners.push(BoundListener {
-                            tag: inbound.tag.to_string(),
-                            protocol: inbound.protocol_name(),
-                            network: Network::Udp,
-                            address: local,
-                        });
-                        tasks.push(tokio::spawn(serve_kcptun_transport(
-                            shared.clone(),
-                            inbound.clone(),
-                            Arc::new(socket),
-                            params.clone(),
-                            permits.clone(),
-                            accepted.clone(),
-                            shutdown.subscribe(),
-                        )));
-                    }
-                    if inbound.udp_listener {
-                        // An inbound listening on port 0 for both networks shares one port.
-                        let udp_addr = listeners
-                            .last()
-                            .filter(|l| inbound.tcp && port == 0 && l.tag == *inbound.tag)
-                            .map(|l| l.address)
-                            .unwrap_or(addr);
-                        let socket = UdpSocket::bind(udp_addr)
-                            .await
-                            .map_err(|e| name_error(&inbound.tag, "udp", udp_addr, e))?;
-                        let local = socket.local_addr()?;
-                        listeners.push(BoundListener {
-                            tag: inbound.tag.to_string(),
-                            protocol: inbound.protocol_name(),
-                            network: Network::Udp,
-                            address: local,
-                        });
-                        let socket = Arc::new(socket);
-                        match &inbound.kind {
-                            InboundKind::Tunnel(tunnel) => {
-                                let Some(destination) = tunnel.destination.clone() else {
-                                    return Err(io::Error::new(
-                                        io::ErrorKind::InvalidInput,
-                                        format!(
-                                            "inbound `{}`: UDP needs a fixed address",
-                                            inbound.tag
-                                        ),
-                                    ));
-                                };
-                                tasks.push(tokio::spawn(udp::serve_tunnel(
-                                    shared.clone(),
-                                    inbound.clone(),
-                                    socket,
-                                    destination,
-                                    shutdown.subscribe(),
-                                )));
-                            }
-                            InboundKind::Udpspeeder(server) => {
-                                let connector = RoutedPacketConnector {
-                                    shared: shared.clone(),
-                                    inbound: inbound.clone(),
-                                };
-                                tasks.push(tokio::spawn(skiff_proto::udpspeeder::server::serve(
-                                    inbound.tag.clone(),
-                                    socket,
-                                    server.clone(),
-                                    Arc::new(connector),
-                                    shutdown.subscribe(),
-                                )));
-                            }
-                            InboundKind::Shadowsocks(server) => {
-                                let connector = RoutedPacketConnector {
-                                    shared: shared.clone(),
-                                    inbound: inbound.clone(),
-                                };
-                                tasks.push(tokio::spawn(shadowsocks::udp_server::serve(
-                                    inbound.tag.clone(),
-                                    socket,
-                                    server.clone(),
-                                    Arc::new(connector),
-                                    udp::MAX_UDP_SESSIONS,
-                                    shutdown.subscribe(),
-                                )));
-                            }
-                            _ => {}
-                        }
-                    }
-                }
-            }
-            let listener_tasks = tasks[first_task..]
-                .iter()
-                .map(JoinHandle::abort_handle)
-                .collect();
-            registry.add_inbound(inbound_plan, inbound, listener_tasks);
+            let started = binder.start_inbound(inbound_plan, inbound).await?;
+            let listener_tasks = started.tasks.iter().map(JoinHandle::abort_handle).collect();
+            registry.add_inbound(inbound_plan, started.handler, listener_tasks);
+            listeners.extend(started.listeners);
+            tasks.extend(started.tasks);
         }
         tasks.push(tokio::spawn(crate::memory::trim_after_bursts(
             accepted.clone(),
@@ -292,6 +185,9 @@ impl Running {
             permits,
             listeners,
             tasks,
+            binder,
+            registry,
+            applied: crate::reload::Applied::of(plan),
         })
     }
 
@@ -345,6 +241,176 @@ impl Running {
             }
         }
         live
+    }
+}
+
+impl Binder {
+    /// Binds every listener of `plan` and serves it with `inbound`. Binds nothing if any
+    /// listener cannot be bound: the ones already bound are closed and the error names the
+    /// one that failed.
+    pub(crate) async fn start_inbound(
+        &self,
+        plan: &InboundPlan,
+        inbound: Arc<InboundHandler>,
+    ) -> io::Result<StartedInbound> {
+        let mut listeners = Vec::new();
+        let mut tasks = Vec::new();
+        match self
+            .bind_all(plan, &inbound, &mut listeners, &mut tasks)
+            .await
+        {
+            Ok(()) => Ok(StartedInbound {
+                handler: inbound,
+                listeners,
+                tasks,
+            }),
+            Err(e) => {
+                for task in tasks {
+                    task.abort();
+                }
+                Err(e)
+            }
+        }
+    }
+
+    async fn bind_all(
+        &self,
+        plan: &InboundPlan,
+        inbound: &Arc<InboundHandler>,
+        listeners: &mut Vec<BoundListener>,
+        tasks: &mut Vec<JoinHandle<()>>,
+    ) -> io::Result<()> {
+        for range in &plan.ports {
+            for port in range.first..=range.last {
+                let addr = SocketAddr::new(plan.listen, port);
+                if inbound.tcp {
+                    let listener =
+                        bind_tcp(addr).map_err(|e| name_error(&inbound.tag, "tcp", addr, e))?;
+                    let local = listener.local_addr()?;
+                    listeners.push(BoundListener {
+                        tag: inbound.tag.to_string(),
+                        protocol: inbound.protocol_name(),
+                        network: Network::Tcp,
+                        address: local,
+                    });
+                    tasks.push(tokio::spawn(accept_loop(
+                        listener,
+                        self.shared.clone(),
+                        inbound.clone(),
+                        self.permits.clone(),
+                        self.accepted.clone(),
+                        self.shutdown.clone(),
+                    )));
+                }
+                if let Some(config) = inbound.layers.mkcp() {
+                    let socket = UdpSocket::bind(addr)
+                        .await
+                        .map_err(|e| name_error(&inbound.tag, "udp", addr, e))?;
+                    let local = socket.local_addr()?;
+                    listeners.push(BoundListener {
+                        tag: inbound.tag.to_string(),
+                        protocol: inbound.protocol_name(),
+                        network: Network::Udp,
+                        address: local,
+                    });
+                    tasks.push(tokio::spawn(serve_mkcp(
+                        self.shared.clone(),
+                        inbound.clone(),
+                        Arc::new(socket),
+                        config.clone(),
+                        self.permits.clone(),
+                        self.accepted.clone(),
+                        self.shutdown.clone(),
+                    )));
+                }
+                if let Some(params) = inbound.layers.kcptun() {
+                    let socket = UdpSocket::bind(addr)
+                        .await
+                        .map_err(|e| name_error(&inbound.tag, "udp", addr, e))?;
+                    let local = socket.local_addr()?;
+                    listeners.push(BoundListener {
+                        tag: inbound.tag.to_string(),
+                        protocol: inbound.protocol_name(),
+                        network: Network::Udp,
+                        address: local,
+                    });
+                    tasks.push(tokio::spawn(serve_kcptun_transport(
+                        self.shared.clone(),
+                        inbound.clone(),
+                        Arc::new(socket),
+                        params.clone(),
+                        self.permits.clone(),
+                        self.accepted.clone(),
+                        self.shutdown.clone(),
+                    )));
+                }
+                if inbound.udp_listener {
+                    // An inbound listening on port 0 for both networks shares one port.
+                    let udp_addr = listeners
+                        .last()
+                        .filter(|l| inbound.tcp && port == 0 && l.tag == *inbound.tag)
+                        .map(|l| l.address)
+                        .unwrap_or(addr);
+                    let socket = UdpSocket::bind(udp_addr)
+                        .await
+                        .map_err(|e| name_error(&inbound.tag, "udp", udp_addr, e))?;
+                    let local = socket.local_addr()?;
+                    listeners.push(BoundListener {
+                        tag: inbound.tag.to_string(),
+                        protocol: inbound.protocol_name(),
+                        network: Network::Udp,
+                        address: local,
+                    });
+                    let socket = Arc::new(socket);
+                    match &inbound.kind {
+                        InboundKind::Tunnel(tunnel) => {
+                            let Some(destination) = tunnel.destination.clone() else {
+                                return Err(io::Error::new(
+                                    io::ErrorKind::InvalidInput,
+                                    format!("inbound `{}`: UDP needs a fixed address", inbound.tag),
+                                ));
+                            };
+                            tasks.push(tokio::spawn(udp::serve_tunnel(
+                                self.shared.clone(),
+                                inbound.clone(),
+                                socket,
+                                destination,
+                                self.shutdown.clone(),
+                            )));
+                        }
+                        InboundKind::Udpspeeder(server) => {
+                            let connector = RoutedPacketConnector {
+                                shared: self.shared.clone(),
+                                inbound: inbound.clone(),
+                            };
+                            tasks.push(tokio::spawn(skiff_proto::udpspeeder::server::serve(
+                                inbound.tag.clone(),
+                                socket,
+                                server.clone(),
+                                Arc::new(connector),
+                                self.shutdown.clone(),
+                            )));
+                        }
+                        InboundKind::Shadowsocks(server) => {
+                            let connector = RoutedPacketConnector {
+                                shared: self.shared.clone(),
+                                inbound: inbound.clone(),
+                            };
+                            tasks.push(tokio::spawn(shadowsocks::udp_server::serve(
+                                inbound.tag.clone(),
+                                socket,
+                                server.clone(),
+                                Arc::new(connector),
+                                udp::MAX_UDP_SESSIONS,
+                                self.shutdown.clone(),
+                            )));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -14,6 +14,7 @@ mod mux;
 mod outbound_kcptun;
 mod outbounds;
 mod reality_target;
+mod reload;
 mod routed_packets;
 mod shared;
 mod sniffing;
@@ -30,4 +31,5 @@ pub mod limits;
 pub mod router;
 
 pub use instance::{BoundListener, MAX_CONNECTIONS, Running};
+pub use reload::ReloadSummary;
 pub use udp::MAX_UDP_SESSIONS;

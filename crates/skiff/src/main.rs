@@ -101,14 +101,31 @@ fn main() -> ExitCode {
                 eprintln!("error: cannot open the log file: {e}");
                 return ExitCode::FAILURE;
             }
-            run(loaded, &origin, Duration::from_secs(grace))
+            run(loaded, &origin, &config, Duration::from_secs(grace))
         }
     }
 }
 
 /// Loads and validates the config, printing diagnostics. None means "errors were printed".
 fn load(args: &ConfigArgs) -> Option<(Loaded, String)> {
-    let (result, origin) = if args.files.is_empty() && args.confdir.is_none() {
+    let (result, origin) = read_config(args);
+    match result {
+        Ok(loaded) => {
+            print_diagnostics(&loaded.warnings);
+            Some((loaded, origin))
+        }
+        Err(diagnostics) => {
+            print_diagnostics(&diagnostics);
+            eprintln!("The configuration has errors; nothing was started.");
+            None
+        }
+    }
+}
+
+/// Reads and validates the config `args` name, or the embedded default; with a line that
+/// says where it came from.
+fn read_config(args: &ConfigArgs) -> (Result<Loaded, Vec<Diagnostic>>, String) {
+    if args.files.is_empty() && args.confdir.is_none() {
         let source = Source {
             name: "<embedded default>".into(),
             text: skiff_config::DEFAULT_CONFIG.into(),
@@ -127,17 +144,6 @@ fn load(args: &ConfigArgs) -> Option<(Loaded, String)> {
             skiff_config::load_paths(&args.files, args.confdir.as_deref()),
             origin,
         )
-    };
-    match result {
-        Ok(loaded) => {
-            print_diagnostics(&loaded.warnings);
-            Some((loaded, origin))
-        }
-        Err(diagnostics) => {
-            print_diagnostics(&diagnostics);
-            eprintln!("The configuration has errors; nothing was started.");
-            None
-        }
     }
 }
 
@@ -147,7 +153,7 @@ fn print_diagnostics(list: &[Diagnostic]) {
     }
 }
 
-fn run(loaded: Loaded, origin: &str, grace: Duration) -> ExitCode {
+fn run(loaded: Loaded, origin: &str, config: &ConfigArgs, grace: Duration) -> ExitCode {
     skiff_app::limits::raise_open_file_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -161,7 +167,7 @@ fn run(loaded: Loaded, origin: &str, grace: Duration) -> ExitCode {
     };
     runtime.block_on(async move {
         let mut stop = StopSignal::install();
-        let running = match skiff_app::Running::start(&loaded.plan).await {
+        let mut running = match skiff_app::Running::start(&loaded.plan).await {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -175,7 +181,9 @@ fn run(loaded: Loaded, origin: &str, grace: Duration) -> ExitCode {
                 l.tag, l.protocol, l.address, l.network
             );
         }
-        stop.wait().await;
+        while let Wake::Reload = stop.wait().await {
+            reload(&mut running, config).await;
+        }
         tracing::info!("stopping: no new connections; waiting up to {grace:?} for live ones");
         let left = running.shutdown(grace).await;
         if left > 0 {
@@ -185,13 +193,54 @@ fn run(loaded: Loaded, origin: &str, grace: Duration) -> ExitCode {
     })
 }
 
-/// SIGINT or SIGTERM, listened for from the moment it is created: a service manager may send
-/// SIGTERM right after Skiff says it is listening, before any await point is reached.
+/// `SIGHUP`: reads the config again and applies it (`skiff_app::Running::reload`). A config
+/// with errors changes nothing; its diagnostics are logged with file, line and JSON path.
+async fn reload(running: &mut skiff_app::Running, config: &ConfigArgs) {
+    tracing::info!("SIGHUP: reloading the configuration");
+    let (result, _) = read_config(config);
+    let loaded = match result {
+        Ok(loaded) => loaded,
+        Err(diagnostics) => {
+            for d in diagnostics.iter().filter(|d| d.is_error()) {
+                tracing::error!("{d}");
+            }
+            tracing::error!("reload refused: the configuration has errors; nothing changed");
+            return;
+        }
+    };
+    for d in &loaded.warnings {
+        tracing::warn!("{d}");
+    }
+    match running.reload(&loaded.plan).await {
+        Ok(summary) => {
+            tracing::info!("reloaded: {summary}");
+            if !summary.not_applied.is_empty() {
+                tracing::warn!(
+                    "reload: changes to {} take effect at the next restart",
+                    summary.not_applied.join(", ")
+                );
+            }
+        }
+        Err(e) => tracing::error!("reload failed: {e}"),
+    }
+}
+
+/// What woke `skiff run` up.
+enum Wake {
+    Stop,
+    Reload,
+}
+
+/// SIGINT or SIGTERM (stop) and SIGHUP (reload), listened for from the moment it is
+/// created: a service manager may signal right after Skiff says it is listening, before any
+/// await point is reached (and SIGHUP's default action would end the process).
 struct StopSignal {
     #[cfg(unix)]
     interrupt: Option<tokio::signal::unix::Signal>,
     #[cfg(unix)]
     terminate: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    hangup: Option<tokio::signal::unix::Signal>,
 }
 
 impl StopSignal {
@@ -202,6 +251,7 @@ impl StopSignal {
             StopSignal {
                 interrupt: signal(SignalKind::interrupt()).ok(),
                 terminate: signal(SignalKind::terminate()).ok(),
+                hangup: signal(SignalKind::hangup()).ok(),
             }
         }
         #[cfg(not(unix))]
@@ -210,7 +260,7 @@ impl StopSignal {
         }
     }
 
-    async fn wait(&mut self) {
+    async fn wait(&mut self) -> Wake {
         #[cfg(unix)]
         {
             async fn next(s: &mut Option<tokio::signal::unix::Signal>) {
@@ -222,13 +272,15 @@ impl StopSignal {
                 }
             }
             tokio::select! {
-                _ = next(&mut self.interrupt) => {}
-                _ = next(&mut self.terminate) => {}
+                _ = next(&mut self.interrupt) => Wake::Stop,
+                _ = next(&mut self.terminate) => Wake::Stop,
+                _ = next(&mut self.hangup) => Wake::Reload,
             }
         }
         #[cfg(not(unix))]
         {
             let _ = tokio::signal::ctrl_c().await;
+            Wake::Stop
         }
     }
 }
