@@ -17,6 +17,13 @@ use tokio::net::{TcpListener, TcpStream};
 
 const BULK: u64 = 256 * MIB;
 const UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
+const EMAIL: &str = "vision@x";
+/// Counters on both instances: the server's for the user, the client's for its tunnel
+/// inbound, which counts what the test's own end wrote and read (the bytes carried).
+const STATS: &str = r#""stats": {}, "policy": {
+    "levels": { "0": { "statsUserUplink": true, "statsUserDownlink": true } },
+    "system": { "statsInboundUplink": true, "statsInboundDownlink": true } }"#;
+const USER_UPLINK: &str = "user>>>vision@x>>>traffic>>>uplink";
 
 struct Cert {
     cert_pem: String,
@@ -52,11 +59,11 @@ async fn start_pair(target_port: u16, fallback: Option<u16>, sniff: bool) -> (Ru
     let server = start(&format!(
         r#"{{ "inbounds": [{{ "tag": "vision-in", "listen": "127.0.0.1", "port": {},
                "protocol": "vless",
-               "settings": {{ "clients": [{{ "id": "{UUID}", "flow": "xtls-rprx-vision" }}],
+               "settings": {{ "clients": [{{ "id": "{UUID}", "flow": "xtls-rprx-vision", "email": "{EMAIL}" }}],
                              "decryption": "none"{fallbacks} }},
                "streamSettings": {{ "network": "tcp", "security": "tls",
                  "tlsSettings": {{ "certificates": [{{ "certificate": {}, "key": {} }}] }} }}{sniffing} }}],
-             "outbounds": [{{ "protocol": "freedom" }}] }}"#,
+             "outbounds": [{{ "protocol": "freedom" }}], {STATS} }}"#,
         free_port(),
         pem_lines(&outer.cert_pem),
         pem_lines(&outer.key_pem),
@@ -71,7 +78,8 @@ async fn start_pair(target_port: u16, fallback: Option<u16>, sniff: bool) -> (Ru
                "address": "127.0.0.1", "port": {port},
                "users": [{{ "id": "{UUID}", "encryption": "none", "flow": "xtls-rprx-vision" }}] }}] }},
                "streamSettings": {{ "network": "tcp", "security": "tls",
-                 "tlsSettings": {{ "serverName": "vision.test", "allowInsecure": true }} }} }}] }}"#,
+                 "tlsSettings": {{ "serverName": "vision.test", "allowInsecure": true }} }} }}],
+             {STATS} }}"#,
         free_port(),
     ))
     .await;
@@ -91,7 +99,8 @@ async fn exchange(stream: BoxStream, seed: u64) -> (u64, [u8; 32]) {
 }
 
 /// Runs the transfer with inner TLS or not; returns the two instances afterwards and whether
-/// spliced bytes were seen on both sides while the transfer was still running.
+/// spliced bytes were seen on both sides, and the user's uplink counter above zero and then
+/// growing, while the transfer was still running.
 async fn transfer(inner_tls: bool) -> (Running, Running, bool) {
     transfer_with(inner_tls, None, false).await
 }
@@ -144,6 +153,19 @@ async fn transfer_with(
                     return false;
                 }
                 if server_stats.spliced().get() > 0 && client_stats.spliced().get() > 0 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            // The user's counter, read mid-transfer: already counting, and counting on.
+            let first = server_stats.get(USER_UPLINK).unwrap_or_default();
+            for _ in 0..100_000 {
+                if done.load(Ordering::Relaxed) {
+                    return false;
+                }
+                let now = server_stats.get(USER_UPLINK).unwrap_or_default();
+                if first > 0 && now > first {
+                    eprintln!("user uplink mid-transfer: {first} then {now}");
                     return true;
                 }
                 tokio::time::sleep(Duration::from_millis(5)).await;
@@ -203,6 +225,25 @@ async fn vision_with_sniffing_goes_direct_and_splices_both_ways() {
 /// was spliced on each side (per instance, so tests running beside each other do not blur it;
 /// the process-wide DIRECT_* counters only say that some reader and writer switched).
 fn assert_direct_and_spliced(server: &Running, client: &Running, live: bool) {
+    // The user's counters on the server against the bytes carried (the inner TLS records,
+    // counted by the client's tunnel inbound where the test's end wrote and read them):
+    // within 0.1 %, spliced bytes included.
+    for direction in ["uplink", "downlink"] {
+        let user = server
+            .stats()
+            .get(&format!("user>>>{EMAIL}>>>traffic>>>{direction}"))
+            .unwrap_or_default();
+        let carried = client
+            .stats()
+            .get(&format!("inbound>>>fwd>>>traffic>>>{direction}"))
+            .unwrap_or_default();
+        eprintln!("{direction}: user counter {user}, bytes carried {carried}");
+        assert!(carried >= BULK, "{direction}: carried {carried}");
+        assert!(
+            user.abs_diff(carried) * 1000 <= carried,
+            "{direction}: user counter {user} against {carried} carried"
+        );
+    }
     assert!(
         DIRECT_READS.load(Ordering::Relaxed) >= 2,
         "readers went direct"
@@ -213,7 +254,7 @@ fn assert_direct_and_spliced(server: &Running, client: &Running, live: bool) {
     );
     assert!(
         live,
-        "spliced counters moved on both sides before the transfer ended"
+        "spliced counters moved on both sides, and the user's grew, before the transfer ended"
     );
     for (side, running) in [("server", server), ("client", client)] {
         let spliced = running.stats().spliced().get();
