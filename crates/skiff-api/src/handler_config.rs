@@ -166,11 +166,11 @@ pub fn outbound_json(config: &OutboundHandlerConfig) -> Result<Value, ConfigErro
         if let Some(stream) = &sender.stream_settings {
             out.insert("streamSettings".into(), stream_json(stream)?);
         }
-        if let Some(proxy) = sender.proxy_settings.filter(|p| !p.tag.is_empty()) {
-            if proxy.transport_layer_proxy {
-                return Err(unsupported("proxySettings.transportLayer"));
-            }
-            out.insert("proxySettings".into(), json!({ "tag": proxy.tag }));
+        if sender.proxy_settings.is_some_and(|p| !p.tag.is_empty()) {
+            // The config checks a chain against the outbounds beside it in the file.
+            return Err(unsupported(
+                "proxySettings (a chain through another outbound) on an added outbound",
+            ));
         }
         if let Some(mux) = sender.multiplex_settings.filter(|m| m.enabled) {
             let mut m = Map::new();
