@@ -239,10 +239,10 @@ fn ports(list: Option<&PortList>) -> Result<Value, ConfigError> {
             format!("{from}-{to}")
         });
     }
-    if let [single] = ranges {
-        if single.from == single.to {
-            return Ok(single.from.into());
-        }
+    if let [single] = ranges
+        && single.from == single.to
+    {
+        return Ok(single.from.into());
     }
     Ok(parts.join(",").into())
 }
@@ -341,13 +341,14 @@ fn stream_json(s: &StreamConfig) -> Result<Value, ConfigError> {
 }
 
 fn raw_json(c: &tcp::Config) -> Result<Value, ConfigError> {
-    if let Some(header) = &c.header_settings {
-        if header.r#type != ty::NOOP_HEADER && header.r#type != ty::NOOP_HEADER_OLD {
-            return Err(unsupported(format!(
-                "the raw transport's header {} on an added handler",
-                header.r#type
-            )));
-        }
+    if let Some(header) = &c.header_settings
+        && header.r#type != ty::NOOP_HEADER
+        && header.r#type != ty::NOOP_HEADER_OLD
+    {
+        return Err(unsupported(format!(
+            "the raw transport's header {} on an added handler",
+            header.r#type
+        )));
     }
     Ok(json!({ "acceptProxyProtocol": c.accept_proxy_protocol }))
 }

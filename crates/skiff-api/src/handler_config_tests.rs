@@ -37,7 +37,6 @@ fn vless_account() -> TypedMessage {
             id: ID.into(),
             flow: "xtls-rprx-vision".into(),
             encryption: "none".into(),
-            ..VlessAccount::default()
         },
     )
 }

@@ -303,9 +303,7 @@ impl HandlerService for HandlerApi {
     ) -> Result<Response<AddInboundResponse>, Status> {
         let inbound = request.into_inner().inbound.unwrap_or_default();
         let json = inbound_json(&inbound).map_err(|e| HandlerError::Config(e).status())?;
-        self.handlers
-            .add_inbound(json)
-            .map_err(|e| e.status())?;
+        self.handlers.add_inbound(json).map_err(|e| e.status())?;
         Ok(Response::new(AddInboundResponse {}))
     }
 
@@ -403,9 +401,7 @@ impl HandlerService for HandlerApi {
     ) -> Result<Response<AddOutboundResponse>, Status> {
         let outbound = request.into_inner().outbound.unwrap_or_default();
         let json = outbound_json(&outbound).map_err(|e| HandlerError::Config(e).status())?;
-        self.handlers
-            .add_outbound(json)
-            .map_err(|e| e.status())?;
+        self.handlers.add_outbound(json).map_err(|e| e.status())?;
         Ok(Response::new(AddOutboundResponse {}))
     }
 

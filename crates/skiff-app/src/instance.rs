@@ -131,10 +131,7 @@ impl Running {
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
             );
             let (bound, inbound_tasks) = start_inbound(&context, inbound_plan, &inbound)?;
-            let listener_tasks = inbound_tasks
-                .iter()
-                .map(JoinHandle::abort_handle)
-                .collect();
+            let listener_tasks = inbound_tasks.iter().map(JoinHandle::abort_handle).collect();
             listeners.extend(bound);
             tasks.extend(inbound_tasks);
             registry.add_inbound(inbound_plan, inbound, listener_tasks);
@@ -270,12 +267,14 @@ pub(crate) fn start_inbound(
                 bound.push(Bound::Tcp(socket));
             }
             if let Some(config) = inbound.layers.mkcp() {
-                let socket = bind_udp(addr).map_err(|e| name_error(&inbound.tag, "udp", addr, e))?;
+                let socket =
+                    bind_udp(addr).map_err(|e| name_error(&inbound.tag, "udp", addr, e))?;
                 listeners.push(listener(Network::Udp, socket.local_addr()?));
                 bound.push(Bound::Mkcp(socket, config.clone()));
             }
             if let Some(params) = inbound.layers.kcptun() {
-                let socket = bind_udp(addr).map_err(|e| name_error(&inbound.tag, "udp", addr, e))?;
+                let socket =
+                    bind_udp(addr).map_err(|e| name_error(&inbound.tag, "udp", addr, e))?;
                 listeners.push(listener(Network::Udp, socket.local_addr()?));
                 bound.push(Bound::Kcptun(socket, params.clone()));
             }
@@ -303,7 +302,8 @@ pub(crate) fn start_inbound(
         .into_iter()
         .filter_map(|b| -> Option<JoinHandle<()>> {
             let (shared, inbound) = (shared.clone(), inbound.clone());
-            let (permits, accepted, shutdown) = (permits.clone(), accepted.clone(), shutdown.clone());
+            let (permits, accepted, shutdown) =
+                (permits.clone(), accepted.clone(), shutdown.clone());
             Some(match b {
                 Bound::Tcp(listener) => tokio::spawn(accept_loop(
                     listener, shared, inbound, permits, accepted, shutdown,

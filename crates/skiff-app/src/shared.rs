@@ -163,7 +163,11 @@ impl Outbounds {
     /// default outbound, which after the first one's removal is the next one added.
     pub fn routed(&self, index: usize) -> Arc<OutboundHandler> {
         let table = self.read();
-        let index = if index == 0 { table.default } else { Some(index) };
+        let index = if index == 0 {
+            table.default
+        } else {
+            Some(index)
+        };
         // Xray closes a connection routed to a removed outbound ("non existing outTag")
         // rather than take the default one.
         index
@@ -258,5 +262,50 @@ async fn resolve(resolver: Option<&dyn Resolve>, name: &str, port: u16) -> Vec<I
     {
         Ok(Ok(addrs)) => addrs.map(|a| a.ip()).collect(),
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn handler(tag: &str) -> OutboundHandler {
+        OutboundHandler {
+            tag: Arc::from(tag),
+            ..OutboundHandler::none()
+        }
+    }
+
+    fn routed_tag(o: &Outbounds, index: usize) -> String {
+        o.routed(index).tag.to_string()
+    }
+
+    #[test]
+    fn added_outbounds_refill_their_tag_and_become_the_default_as_in_xray() {
+        let o = Outbounds::new(vec![
+            (handler("direct"), Some("freedom")),
+            (handler("relay"), Some("blackhole")),
+            (handler("api"), None),
+        ]);
+        assert_eq!(routed_tag(&o, 0), "direct");
+        // A present tag is refused; the API's own is not listed nor removable.
+        assert!(o.add(handler("relay"), "vless").is_err());
+        assert!(!o.remove("api"));
+        assert!(o.remove("relay"));
+        assert!(!o.remove("relay"));
+        // Routed to a removed outbound: nowhere (the none handler has no tag).
+        assert_eq!(routed_tag(&o, 1), "");
+        // Added again under its tag: rules naming it (index 1) reach the new one.
+        o.add(handler("relay"), "vless").unwrap();
+        assert_eq!(routed_tag(&o, 1), "relay");
+        assert_eq!(o.listed()[1], (Arc::from("relay"), "vless"));
+        // Without a default, nothing is routed by default until one is added, which
+        // becomes the default.
+        assert!(o.remove("direct"));
+        assert_eq!(routed_tag(&o, 0), "");
+        o.add(handler("new"), "trojan").unwrap();
+        assert_eq!(routed_tag(&o, 0), "new");
+        let tags: Vec<String> = o.listed().iter().map(|(t, _)| t.to_string()).collect();
+        assert_eq!(tags, ["relay", "new"]);
     }
 }
