@@ -8,6 +8,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/app/proxyman/command/command.proto",
         "proto/proxy/accounts.proto",
         "proto/app/proxyman/config.proto",
+        "proto/proxy/handlers.proto",
+        "proto/transport/internet/tls/config.proto",
+        "proto/transport/internet/websocket/config.proto",
+        "proto/transport/internet/tcp/config.proto",
     ];
     for p in protos {
         println!("cargo:rerun-if-changed={p}");
@@ -17,6 +21,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/common/serial/typed_message.proto",
         "proto/core/config.proto",
         "proto/common/net/net.proto",
+        "proto/common/protocol/server_spec.proto",
+        "proto/transport/internet/config.proto",
     ] {
         println!("cargo:rerun-if-changed={p}");
     }

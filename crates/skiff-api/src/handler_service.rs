@@ -1,8 +1,9 @@
 //! `xray.app.proxyman.command.HandlerService`: the inbound and outbound handlers of the
 //! running instance as panels see them. Users are added and removed at run time (AlterInbound
 //! with AddUserOperation / RemoveUserOperation), listed and counted; inbounds and outbounds
-//! are listed and removed. AddInbound/AddOutbound (a whole Xray handler config) and
-//! AlterOutbound are answered "unimplemented".
+//! are listed and removed. AddInbound/AddOutbound start a whole Xray handler config (decoded
+//! by [`crate::handler_config`] into the config's JSON form, which the app builds as it builds
+//! its config file). AlterOutbound is answered "unimplemented".
 //!
 //! The app does the work through [`Handlers`]; this module decodes Xray's messages (the
 //! account inside a user is a `TypedMessage` naming one of Xray's account types) and answers
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use prost::Message;
 use tonic::{Request, Response, Status};
 
+use crate::handler_config::{ConfigError, inbound_json, outbound_json};
 use crate::proto::core::{InboundHandlerConfig, OutboundHandlerConfig};
 use crate::proto::handler::handler_service_server::HandlerService;
 use crate::proto::handler::{
@@ -101,6 +103,17 @@ pub enum HandlerError {
     NoClue,
     /// A user that cannot be added as given (bad id, wrong account type, …).
     Invalid(String),
+    /// AddInbound/AddOutbound: a handler config that cannot be decoded or is not supported.
+    Config(ConfigError),
+    /// AddInbound/AddOutbound: the handler's config does not build (the config's own check,
+    /// with its path, e.g. `inbounds[0].settings.clients[0].id: …`).
+    Build(String),
+    /// An inbound with this tag is running already.
+    InboundTagExists(String),
+    /// An outbound with this tag is there already.
+    OutboundTagExists(String),
+    /// The inbound could not listen (a port in use…): nothing was started.
+    Listen(String),
 }
 
 impl HandlerError {
@@ -124,6 +137,22 @@ impl HandlerError {
             HandlerError::Invalid(why) => {
                 format!("app/proxyman/command: failed to parse user > {why}")
             }
+            HandlerError::Config(e @ ConfigError::Unsupported(_)) => {
+                return Status::unimplemented(format!("skiff: {e}"));
+            }
+            HandlerError::Config(e @ ConfigError::Malformed(_)) => {
+                return Status::invalid_argument(format!("skiff: malformed handler config: {e}"));
+            }
+            HandlerError::Build(why) => {
+                return Status::invalid_argument(format!("skiff: {why}"));
+            }
+            HandlerError::InboundTagExists(tag) => {
+                format!("app/proxyman/inbound: existing tag found: {tag}")
+            }
+            HandlerError::OutboundTagExists(tag) => {
+                format!("app/proxyman/outbound: existing tag found: {tag}")
+            }
+            HandlerError::Listen(why) => why.clone(),
         })
     }
 }
@@ -146,6 +175,11 @@ pub trait Handlers: Send + Sync {
     /// Removes the outbound: connections routing sends to it are closed, as in Xray. An
     /// unknown tag is no error (Xray).
     fn remove_outbound(&self, tag: &str);
+    /// Starts an inbound given as the JSON object of a config's `inbounds` array: it accepts
+    /// connections once this returns. On any error nothing was started.
+    fn add_inbound(&self, inbound: serde_json::Value) -> Result<(), HandlerError>;
+    /// Adds an outbound given as the JSON object of a config's `outbounds` array.
+    fn add_outbound(&self, outbound: serde_json::Value) -> Result<(), HandlerError>;
 }
 
 pub struct HandlerApi {
@@ -265,11 +299,12 @@ pub fn vmess_security(name: &str) -> i32 {
 impl HandlerService for HandlerApi {
     async fn add_inbound(
         &self,
-        _request: Request<AddInboundRequest>,
+        request: Request<AddInboundRequest>,
     ) -> Result<Response<AddInboundResponse>, Status> {
-        Err(Status::unimplemented(
-            "AddInbound is not supported by skiff yet",
-        ))
+        let inbound = request.into_inner().inbound.unwrap_or_default();
+        let json = inbound_json(&inbound).map_err(|e| HandlerError::Config(e).status())?;
+        self.handlers.add_inbound(json).map_err(|e| e.status())?;
+        Ok(Response::new(AddInboundResponse {}))
     }
 
     async fn remove_inbound(
@@ -362,11 +397,12 @@ impl HandlerService for HandlerApi {
 
     async fn add_outbound(
         &self,
-        _request: Request<AddOutboundRequest>,
+        request: Request<AddOutboundRequest>,
     ) -> Result<Response<AddOutboundResponse>, Status> {
-        Err(Status::unimplemented(
-            "AddOutbound is not supported by skiff yet",
-        ))
+        let outbound = request.into_inner().outbound.unwrap_or_default();
+        let json = outbound_json(&outbound).map_err(|e| HandlerError::Config(e).status())?;
+        self.handlers.add_outbound(json).map_err(|e| e.status())?;
+        Ok(Response::new(AddOutboundResponse {}))
     }
 
     async fn remove_outbound(

@@ -3,6 +3,7 @@
 //! that their clients need no change. The messages come from our .proto files in `proto/`,
 //! written from Xray's published definitions (field numbers are the contract).
 
+pub mod handler_config;
 pub mod handler_service;
 pub mod logger_service;
 pub mod server;
@@ -44,10 +45,25 @@ pub mod proto {
         pub mod proxy {
             tonic::include_proto!("xray.proxy");
         }
+        pub mod transport {
+            pub mod internet {
+                tonic::include_proto!("xray.transport.internet");
+                pub mod tls {
+                    tonic::include_proto!("xray.transport.internet.tls");
+                }
+                pub mod websocket {
+                    tonic::include_proto!("xray.transport.internet.websocket");
+                }
+                pub mod tcp {
+                    tonic::include_proto!("xray.transport.internet.tcp");
+                }
+            }
+        }
     }
 
     pub use xray::app::proxyman as receiver;
     pub use xray::app::proxyman::command as handler;
     pub use xray::common::{net, protocol, serial};
+    pub use xray::transport::internet as stream;
     pub use xray::{core, proxy};
 }

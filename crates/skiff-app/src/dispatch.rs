@@ -515,7 +515,7 @@ async fn connect_and_relay(
             meta.source, logged, inbound.tag, outbound.tag, email
         ));
     }
-    let counters = shared.counters(inbound, outbound, &meta);
+    let counters = shared.counters(inbound, &outbound, &meta);
     let result = relay(client, server, &shared.relay_policy(meta.level), &counters).await;
     let end = match &result.end {
         RelayEnd::Finished => "finished".to_string(),
@@ -561,7 +561,7 @@ impl Connector for RoutedConnector {
                 Ok(result) => result?,
                 Err(_) => return Err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out")),
             };
-            let counters = self.shared.counters(&self.inbound, outbound, &meta);
+            let counters = self.shared.counters(&self.inbound, &outbound, &meta);
             let counted: BoxStream =
                 Box::new(Counted::new(stream, counters.uplink, counters.downlink));
             Ok(counted)

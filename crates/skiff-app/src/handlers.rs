@@ -1,8 +1,8 @@
 //! The running instance's inbounds and outbounds as Xray's HandlerService sees them
 //! (skiff-api's [`Handlers`]): list them, list, add and remove an inbound's users, stop an
-//! inbound's listeners.
+//! inbound's listeners, remove an outbound; start an inbound or add an outbound given as the
+//! config's JSON form, built by skiff-config as the config file's are.
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use std::net::IpAddr;
@@ -19,12 +19,12 @@ use skiff_api::proto::proxy::{
 };
 use skiff_api::proto::receiver::ReceiverConfig;
 use skiff_api::proto::serial::TypedMessage;
-use skiff_config::{InboundPlan, InboundProtocol, OutboundProtocol};
+use skiff_config::{InboundPlan, InboundProtocol, OutboundPlan, OutboundProtocol, Plan, Source};
 use tokio::task::AbortHandle;
 use tracing::info;
 
 use crate::inbound::InboundHandler;
-use crate::shared::Shared;
+use crate::instance::{ListenerContext, start_inbound};
 
 /// One inbound as the API knows it.
 struct Registered {
@@ -39,19 +39,15 @@ struct Registered {
 /// The instance's handlers, filled as listeners are bound.
 pub struct Registry {
     inbounds: Mutex<Vec<Registered>>,
-    /// Tag and Xray's config type of each outbound of the config, at its index in
-    /// `shared.outbounds`.
-    outbounds: Vec<(String, &'static str)>,
-    /// Where removed outbounds are marked.
-    shared: Arc<Shared>,
+    /// What AddInbound starts listeners with; its `shared` holds the outbounds.
+    context: ListenerContext,
 }
 
 impl Registry {
-    pub fn new(shared: Arc<Shared>, outbounds: Vec<(String, &'static str)>) -> Registry {
+    pub fn new(context: ListenerContext) -> Registry {
         Registry {
             inbounds: Mutex::default(),
-            outbounds,
-            shared,
+            context,
         }
     }
 
@@ -88,6 +84,11 @@ impl Registry {
             listener.abort();
         }
         true
+    }
+
+    /// What inbounds are started with (a reload starts its new ones with it).
+    pub(crate) fn context(&self) -> &ListenerContext {
+        &self.context
     }
 
     /// The running inbound with `tag`, if any.
@@ -147,6 +148,7 @@ fn inbound_config(plan: &InboundPlan, handler: &InboundHandler) -> InboundHandle
                 .collect(),
         }),
         listen: Some(ip_or_domain(plan.listen)),
+        ..ReceiverConfig::default()
     };
     let users = || -> Vec<ApiUser> {
         handler
@@ -162,6 +164,7 @@ fn inbound_config(plan: &InboundPlan, handler: &InboundHandler) -> InboundHandle
             &VlessInboundConfig {
                 users: protos(users()),
                 decryption: "none".into(),
+                ..VlessInboundConfig::default()
             },
         ),
         InboundProtocol::Vmess(v) => typed_message(
@@ -180,12 +183,14 @@ fn inbound_config(plan: &InboundPlan, handler: &InboundHandler) -> InboundHandle
                         user_to_proto(&user)
                     })
                     .collect(),
+                default: None,
             },
         ),
         InboundProtocol::Trojan(_) => typed_message(
             "xray.proxy.trojan.ServerConfig",
             &TrojanServerConfig {
                 users: protos(users()),
+                fallbacks: Vec::new(),
             },
         ),
         InboundProtocol::Shadowsocks(ss) if ss.identity_key.is_some() => typed_message(
@@ -219,6 +224,7 @@ fn inbound_config(plan: &InboundPlan, handler: &InboundHandler) -> InboundHandle
                 follow_redirect: t.follow_redirect,
                 user_level: t.user_level,
                 allowed_networks: networks(&t.network),
+                ..DokodemoConfig::default()
             },
         ),
         other => typed_message(inbound_config_type(other), &()),
@@ -314,12 +320,13 @@ impl Handlers for Registry {
     }
 
     fn outbounds(&self) -> Vec<OutboundHandlerConfig> {
-        self.outbounds
-            .iter()
-            .zip(&self.shared.removed_outbounds)
-            .filter(|(_, removed)| !removed.load(Ordering::Relaxed))
-            .map(|((tag, kind), _)| OutboundHandlerConfig {
-                tag: tag.clone(),
+        self.context
+            .shared
+            .outbounds
+            .listed()
+            .into_iter()
+            .map(|(tag, kind)| OutboundHandlerConfig {
+                tag: tag.to_string(),
                 sender_settings: typed("xray.app.proxyman.SenderConfig"),
                 proxy_settings: typed(kind),
                 ..OutboundHandlerConfig::default()
@@ -328,10 +335,88 @@ impl Handlers for Registry {
     }
 
     fn remove_outbound(&self, tag: &str) {
-        for ((known, _), removed) in self.outbounds.iter().zip(&self.shared.removed_outbounds) {
-            if known == tag && !removed.swap(true, Ordering::Relaxed) {
-                info!(outbound = %tag, "API: outbound removed; connections routed to it are closed");
-            }
+        if self.context.shared.outbounds.remove(tag) {
+            info!(outbound = %tag, "API: outbound removed; connections routed to it are closed");
         }
+    }
+
+    fn add_inbound(&self, inbound: serde_json::Value) -> Result<(), HandlerError> {
+        let plan = built("inbounds", inbound)?
+            .inbounds
+            .pop()
+            .ok_or_else(|| HandlerError::Build("the inbound did not build".into()))?;
+        let shared = &self.context.shared;
+        let handler = Arc::new(
+            InboundHandler::build(&plan, &shared.stats, &shared.policy.system)
+                .map_err(HandlerError::Build)?,
+        );
+        // Held until the inbound is registered, so that two calls cannot both take a tag.
+        let mut inbounds = self.lock_inbounds();
+        if !plan.tag.is_empty() && inbounds.iter().any(|r| *r.handler.tag == plan.tag) {
+            return Err(HandlerError::InboundTagExists(plan.tag));
+        }
+        let (bound, tasks) = start_inbound(&self.context, &plan, &handler)
+            .map_err(|e| HandlerError::Listen(e.to_string()))?;
+        for l in &bound {
+            info!(inbound = %l.tag, protocol = l.protocol, "API: inbound added, listening on {}/{}", l.address, l.network);
+        }
+        let config = inbound_config(&plan, &handler);
+        inbounds.push(Registered {
+            handler,
+            config,
+            listeners: tasks.iter().map(|t| t.abort_handle()).collect(),
+        });
+        Ok(())
+    }
+
+    fn add_outbound(&self, outbound: serde_json::Value) -> Result<(), HandlerError> {
+        let plan: OutboundPlan = built("outbounds", outbound)?
+            .outbounds
+            .pop()
+            .ok_or_else(|| HandlerError::Build("the outbound did not build".into()))?;
+        let shared = &self.context.shared;
+        let handler = crate::outbounds::build(
+            std::slice::from_ref(&plan),
+            &shared.stats,
+            &shared.policy.system,
+            shared.resolver.as_ref(),
+        )
+        .map_err(HandlerError::Build)?
+        .pop()
+        .ok_or_else(|| HandlerError::Build("the outbound did not build".into()))?;
+        shared
+            .outbounds
+            .add(handler, xray_config_type(&plan.protocol))
+            .map_err(|()| HandlerError::OutboundTagExists(plan.tag.clone()))?;
+        info!(outbound = %plan.tag, "API: outbound added");
+        Ok(())
+    }
+}
+
+/// A config holding `handler` alone in its `section` ("inbounds" or "outbounds"), built
+/// by skiff-config as a config file is: its errors are the API's answer, its warnings
+/// logged.
+fn built(section: &str, handler: serde_json::Value) -> Result<Plan, HandlerError> {
+    let mut config = serde_json::Map::new();
+    config.insert(section.into(), serde_json::Value::Array(vec![handler]));
+    let source = Source {
+        name: format!("API {section}"),
+        text: serde_json::Value::Object(config).to_string(),
+    };
+    match skiff_config::load_sources(&[source]) {
+        Ok(loaded) => {
+            for w in &loaded.warnings {
+                tracing::warn!("API: {}: {}", w.path, w.message);
+            }
+            Ok(loaded.plan)
+        }
+        Err(diags) => Err(HandlerError::Build(
+            diags
+                .iter()
+                .filter(|d| d.is_error())
+                .map(|d| format!("{}: {}", d.path, d.message))
+                .collect::<Vec<_>>()
+                .join("; "),
+        )),
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use skiff_config::{InboundPlan, Plan};
+use skiff_config::Plan;
 use skiff_core::{BoxStream, Network, Stats};
 use skiff_proto::shadowsocks;
 use tokio::net::{TcpListener, UdpSocket};
@@ -21,7 +21,7 @@ use crate::inbound::{InboundHandler, InboundKind};
 use crate::outbounds;
 use crate::routed_packets::RoutedPacketConnector;
 use crate::router::Router;
-use crate::shared::Shared;
+use crate::shared::{Outbounds, Shared};
 use crate::udp;
 
 /// Most TCP connections served at once; beyond it new connections are closed on accept.
@@ -47,28 +47,11 @@ pub struct Running {
     permits: Arc<Semaphore>,
     pub(crate) listeners: Vec<BoundListener>,
     pub(crate) tasks: Vec<JoinHandle<()>>,
-    /// Starts inbounds after `start` too (a reload).
-    pub(crate) binder: Binder,
+    /// The inbounds and outbounds as the API sees them; a reload starts and stops inbounds
+    /// through it too.
     pub(crate) registry: Arc<crate::handlers::Registry>,
-    /// What the running instance was started or last reloaded from, for the next reload to
-    /// compare against.
+    /// What the instance was started or last reloaded from, for the next reload to compare.
     pub(crate) applied: crate::reload::Applied,
-}
-
-/// What binding and serving an inbound's listeners needs: kept by [`Running`] so that a
-/// reload starts new inbounds exactly as `start` did.
-pub(crate) struct Binder {
-    shared: Arc<Shared>,
-    permits: Arc<Semaphore>,
-    accepted: Arc<AtomicU64>,
-    shutdown: watch::Receiver<bool>,
-}
-
-/// An inbound whose listeners are bound and served.
-pub(crate) struct StartedInbound {
-    pub handler: Arc<InboundHandler>,
-    pub listeners: Vec<BoundListener>,
-    pub tasks: Vec<JoinHandle<()>>,
 }
 
 impl Running {
@@ -105,11 +88,15 @@ impl Running {
         });
         let router = Router::new(&plan.routing, &tags);
         let (cut, cut_signal) = watch::channel(false);
-        let removed_outbounds = outbounds.iter().map(|_| Default::default()).collect();
+        // The plan's outbounds are the first ones, in order, listed by Xray's config type;
+        // the API's tag comes after them, unlisted.
+        let listed = plan
+            .outbounds
+            .iter()
+            .map(|o| Some(crate::handlers::xray_config_type(&o.protocol)))
+            .chain(std::iter::repeat(None));
         let shared = Arc::new(Shared {
-            outbounds,
-            removed_outbounds,
-            no_outbound: outbounds::OutboundHandler::none(),
+            outbounds: Outbounds::new(outbounds.into_iter().zip(listed).collect()),
             router,
             policy: plan.policy.clone(),
             stats,
@@ -123,19 +110,13 @@ impl Running {
         let accepted = Arc::new(AtomicU64::new(0));
         let mut listeners = Vec::new();
         let mut tasks = Vec::new();
-        // The plan's outbounds are the first ones of `shared.outbounds`, in order.
-        let registry = Arc::new(crate::handlers::Registry::new(
-            shared.clone(),
-            plan.outbounds
-                .iter()
-                .map(|o| {
-                    (
-                        o.tag.clone(),
-                        crate::handlers::xray_config_type(&o.protocol),
-                    )
-                })
-                .collect(),
-        ));
+        let context = ListenerContext {
+            shared: shared.clone(),
+            permits: permits.clone(),
+            accepted: accepted.clone(),
+            shutdown: shutdown.subscribe(),
+        };
+        let registry = Arc::new(crate::handlers::Registry::new(context.clone()));
         if let Some(api) = &plan.api {
             tasks.extend(crate::api::start(api, &shared, registry.clone(), api_routed).await?);
         }
@@ -149,22 +130,16 @@ impl Running {
             };
             tasks.push(crate::metrics::start(metrics, source, shutdown.subscribe()).await?);
         }
-        let binder = Binder {
-            shared: shared.clone(),
-            permits: permits.clone(),
-            accepted: accepted.clone(),
-            shutdown: shutdown.subscribe(),
-        };
         for inbound_plan in &plan.inbounds {
             let inbound = Arc::new(
                 InboundHandler::build(inbound_plan, &shared.stats, &plan.policy.system)
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
             );
-            let started = binder.start_inbound(inbound_plan, inbound).await?;
-            let listener_tasks = started.tasks.iter().map(JoinHandle::abort_handle).collect();
-            registry.add_inbound(inbound_plan, started.handler, listener_tasks);
-            listeners.extend(started.listeners);
-            tasks.extend(started.tasks);
+            let (bound, inbound_tasks) = start_inbound(&context, inbound_plan, &inbound)?;
+            let listener_tasks = inbound_tasks.iter().map(JoinHandle::abort_handle).collect();
+            listeners.extend(bound);
+            tasks.extend(inbound_tasks);
+            registry.add_inbound(inbound_plan, inbound, listener_tasks);
         }
         tasks.push(tokio::spawn(crate::memory::trim_after_bursts(
             accepted.clone(),
@@ -185,7 +160,6 @@ impl Running {
             permits,
             listeners,
             tasks,
-            binder,
             registry,
             applied: crate::reload::Applied::of(plan),
         })
@@ -244,174 +218,171 @@ impl Running {
     }
 }
 
-impl Binder {
-    /// Binds every listener of `plan` and serves it with `inbound`. Binds nothing if any
-    /// listener cannot be bound: the ones already bound are closed and the error names the
-    /// one that failed.
-    pub(crate) async fn start_inbound(
-        &self,
-        plan: &InboundPlan,
-        inbound: Arc<InboundHandler>,
-    ) -> io::Result<StartedInbound> {
-        let mut listeners = Vec::new();
-        let mut tasks = Vec::new();
-        match self
-            .bind_all(plan, &inbound, &mut listeners, &mut tasks)
-            .await
-        {
-            Ok(()) => Ok(StartedInbound {
-                handler: inbound,
-                listeners,
-                tasks,
-            }),
-            Err(e) => {
-                for task in tasks {
-                    task.abort();
-                }
-                Err(e)
+/// What starting an inbound's listeners needs: the instance's shared state, its connection
+/// cap and its shutdown signal. The registry keeps one for AddInbound.
+#[derive(Clone)]
+pub(crate) struct ListenerContext {
+    pub shared: Arc<Shared>,
+    pub permits: Arc<Semaphore>,
+    pub accepted: Arc<AtomicU64>,
+    pub shutdown: watch::Receiver<bool>,
+}
+
+/// A socket bound for an inbound, before anything serves it.
+enum Bound {
+    Tcp(TcpListener),
+    Mkcp(UdpSocket, skiff_kcp::mkcp::MkcpConfig),
+    Kcptun(UdpSocket, skiff_transport::kcp::TunnelParams),
+    Udp(UdpSocket),
+}
+
+/// Binds every listener of `inbound` (each port of each range, each network it serves),
+/// then serves them. All or nothing: when one cannot be bound, the ones bound already are
+/// closed and nothing was started.
+pub(crate) fn start_inbound(
+    context: &ListenerContext,
+    plan: &skiff_config::InboundPlan,
+    inbound: &Arc<InboundHandler>,
+) -> io::Result<(Vec<BoundListener>, Vec<JoinHandle<()>>)> {
+    let listener = |network, address| BoundListener {
+        tag: inbound.tag.to_string(),
+        protocol: inbound.protocol_name(),
+        network,
+        address,
+    };
+    let tunnel_udp = match &inbound.kind {
+        InboundKind::Tunnel(tunnel) if inbound.udp_listener => {
+            let Some(destination) = tunnel.destination.clone() else {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("inbound `{}`: UDP needs a fixed address", inbound.tag),
+                ));
+            };
+            Some(destination)
+        }
+        _ => None,
+    };
+    let mut bound = Vec::new();
+    let mut listeners = Vec::new();
+    for range in &plan.ports {
+        for port in range.first..=range.last {
+            let addr = SocketAddr::new(plan.listen, port);
+            if inbound.tcp {
+                let socket =
+                    bind_tcp(addr).map_err(|e| name_error(&inbound.tag, "tcp", addr, e))?;
+                listeners.push(listener(Network::Tcp, socket.local_addr()?));
+                bound.push(Bound::Tcp(socket));
+            }
+            if let Some(config) = inbound.layers.mkcp() {
+                let socket =
+                    bind_udp(addr).map_err(|e| name_error(&inbound.tag, "udp", addr, e))?;
+                listeners.push(listener(Network::Udp, socket.local_addr()?));
+                bound.push(Bound::Mkcp(socket, config.clone()));
+            }
+            if let Some(params) = inbound.layers.kcptun() {
+                let socket =
+                    bind_udp(addr).map_err(|e| name_error(&inbound.tag, "udp", addr, e))?;
+                listeners.push(listener(Network::Udp, socket.local_addr()?));
+                bound.push(Bound::Kcptun(socket, params.clone()));
+            }
+            if inbound.udp_listener {
+                // An inbound listening on port 0 for both networks shares one port.
+                let udp_addr = listeners
+                    .last()
+                    .filter(|l| inbound.tcp && port == 0 && l.network == Network::Tcp)
+                    .map(|l| l.address)
+                    .unwrap_or(addr);
+                let socket =
+                    bind_udp(udp_addr).map_err(|e| name_error(&inbound.tag, "udp", udp_addr, e))?;
+                listeners.push(listener(Network::Udp, socket.local_addr()?));
+                bound.push(Bound::Udp(socket));
             }
         }
     }
-
-    async fn bind_all(
-        &self,
-        plan: &InboundPlan,
-        inbound: &Arc<InboundHandler>,
-        listeners: &mut Vec<BoundListener>,
-        tasks: &mut Vec<JoinHandle<()>>,
-    ) -> io::Result<()> {
-        for range in &plan.ports {
-            for port in range.first..=range.last {
-                let addr = SocketAddr::new(plan.listen, port);
-                if inbound.tcp {
-                    let listener =
-                        bind_tcp(addr).map_err(|e| name_error(&inbound.tag, "tcp", addr, e))?;
-                    let local = listener.local_addr()?;
-                    listeners.push(BoundListener {
-                        tag: inbound.tag.to_string(),
-                        protocol: inbound.protocol_name(),
-                        network: Network::Tcp,
-                        address: local,
-                    });
-                    tasks.push(tokio::spawn(accept_loop(
-                        listener,
-                        self.shared.clone(),
-                        inbound.clone(),
-                        self.permits.clone(),
-                        self.accepted.clone(),
-                        self.shutdown.clone(),
-                    )));
-                }
-                if let Some(config) = inbound.layers.mkcp() {
-                    let socket = UdpSocket::bind(addr)
-                        .await
-                        .map_err(|e| name_error(&inbound.tag, "udp", addr, e))?;
-                    let local = socket.local_addr()?;
-                    listeners.push(BoundListener {
-                        tag: inbound.tag.to_string(),
-                        protocol: inbound.protocol_name(),
-                        network: Network::Udp,
-                        address: local,
-                    });
-                    tasks.push(tokio::spawn(serve_mkcp(
-                        self.shared.clone(),
-                        inbound.clone(),
-                        Arc::new(socket),
-                        config.clone(),
-                        self.permits.clone(),
-                        self.accepted.clone(),
-                        self.shutdown.clone(),
-                    )));
-                }
-                if let Some(params) = inbound.layers.kcptun() {
-                    let socket = UdpSocket::bind(addr)
-                        .await
-                        .map_err(|e| name_error(&inbound.tag, "udp", addr, e))?;
-                    let local = socket.local_addr()?;
-                    listeners.push(BoundListener {
-                        tag: inbound.tag.to_string(),
-                        protocol: inbound.protocol_name(),
-                        network: Network::Udp,
-                        address: local,
-                    });
-                    tasks.push(tokio::spawn(serve_kcptun_transport(
-                        self.shared.clone(),
-                        inbound.clone(),
-                        Arc::new(socket),
-                        params.clone(),
-                        self.permits.clone(),
-                        self.accepted.clone(),
-                        self.shutdown.clone(),
-                    )));
-                }
-                if inbound.udp_listener {
-                    // An inbound listening on port 0 for both networks shares one port.
-                    let udp_addr = listeners
-                        .last()
-                        .filter(|l| inbound.tcp && port == 0 && l.tag == *inbound.tag)
-                        .map(|l| l.address)
-                        .unwrap_or(addr);
-                    let socket = UdpSocket::bind(udp_addr)
-                        .await
-                        .map_err(|e| name_error(&inbound.tag, "udp", udp_addr, e))?;
-                    let local = socket.local_addr()?;
-                    listeners.push(BoundListener {
-                        tag: inbound.tag.to_string(),
-                        protocol: inbound.protocol_name(),
-                        network: Network::Udp,
-                        address: local,
-                    });
+    let ListenerContext {
+        shared,
+        permits,
+        accepted,
+        shutdown,
+    } = context;
+    let tasks = bound
+        .into_iter()
+        .filter_map(|b| -> Option<JoinHandle<()>> {
+            let (shared, inbound) = (shared.clone(), inbound.clone());
+            let (permits, accepted, shutdown) =
+                (permits.clone(), accepted.clone(), shutdown.clone());
+            Some(match b {
+                Bound::Tcp(listener) => tokio::spawn(accept_loop(
+                    listener, shared, inbound, permits, accepted, shutdown,
+                )),
+                Bound::Mkcp(socket, config) => tokio::spawn(serve_mkcp(
+                    shared,
+                    inbound,
+                    Arc::new(socket),
+                    config,
+                    permits,
+                    accepted,
+                    shutdown,
+                )),
+                Bound::Kcptun(socket, params) => tokio::spawn(serve_kcptun_transport(
+                    shared,
+                    inbound,
+                    Arc::new(socket),
+                    params,
+                    permits,
+                    accepted,
+                    shutdown,
+                )),
+                Bound::Udp(socket) => {
                     let socket = Arc::new(socket);
                     match &inbound.kind {
-                        InboundKind::Tunnel(tunnel) => {
-                            let Some(destination) = tunnel.destination.clone() else {
-                                return Err(io::Error::new(
-                                    io::ErrorKind::InvalidInput,
-                                    format!("inbound `{}`: UDP needs a fixed address", inbound.tag),
-                                ));
-                            };
-                            tasks.push(tokio::spawn(udp::serve_tunnel(
-                                self.shared.clone(),
-                                inbound.clone(),
-                                socket,
-                                destination,
-                                self.shutdown.clone(),
-                            )));
-                        }
+                        InboundKind::Tunnel(_) => tokio::spawn(udp::serve_tunnel(
+                            shared,
+                            inbound.clone(),
+                            socket,
+                            tunnel_udp.clone()?,
+                            shutdown,
+                        )),
                         InboundKind::Udpspeeder(server) => {
                             let connector = RoutedPacketConnector {
-                                shared: self.shared.clone(),
+                                shared,
                                 inbound: inbound.clone(),
                             };
-                            tasks.push(tokio::spawn(skiff_proto::udpspeeder::server::serve(
+                            tokio::spawn(skiff_proto::udpspeeder::server::serve(
                                 inbound.tag.clone(),
                                 socket,
                                 server.clone(),
                                 Arc::new(connector),
-                                self.shutdown.clone(),
-                            )));
+                                shutdown,
+                            ))
                         }
                         InboundKind::Shadowsocks(server) => {
                             let connector = RoutedPacketConnector {
-                                shared: self.shared.clone(),
+                                shared,
                                 inbound: inbound.clone(),
                             };
-                            tasks.push(tokio::spawn(shadowsocks::udp_server::serve(
+                            tokio::spawn(shadowsocks::udp_server::serve(
                                 inbound.tag.clone(),
                                 socket,
                                 server.clone(),
                                 Arc::new(connector),
                                 udp::MAX_UDP_SESSIONS,
-                                self.shutdown.clone(),
-                            )));
+                                shutdown,
+                            ))
                         }
-                        _ => {}
+                        _ => return None,
                     }
                 }
-            }
-        }
-        Ok(())
-    }
+            })
+        })
+        .collect();
+    Ok((listeners, tasks))
+}
+
+fn bind_udp(addr: SocketAddr) -> io::Result<UdpSocket> {
+    let socket = std::net::UdpSocket::bind(addr)?;
+    socket.set_nonblocking(true)?;
+    UdpSocket::from_std(socket)
 }
 
 fn name_error(tag: &str, network: &str, addr: SocketAddr, e: io::Error) -> io::Error {

@@ -29,7 +29,7 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use crate::inbound::InboundHandler;
-use crate::instance::{Running, StartedInbound};
+use crate::instance::{BoundListener, Running, start_inbound};
 use crate::users::InboundUsers;
 
 /// How long a changed inbound waits for its old listening socket to close before giving up
@@ -85,6 +85,13 @@ impl fmt::Display for ReloadSummary {
     }
 }
 
+/// An inbound whose listeners are bound and served.
+struct StartedInbound {
+    handler: Arc<InboundHandler>,
+    listeners: Vec<BoundListener>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
 /// One inbound of the new plan and what happens to it.
 enum Step<'p> {
     /// Same settings: its users are synced.
@@ -136,7 +143,7 @@ impl Running {
                 steps.push(Step::Restart(inbound, handler));
                 continue;
             }
-            match self.binder.start_inbound(inbound, handler).await {
+            match self.start_one(inbound, handler) {
                 Ok(started) => steps.push(Step::Add(started)),
                 Err(e) => {
                     undo(steps);
@@ -210,6 +217,19 @@ impl Running {
         }
     }
 
+    fn start_one(
+        &self,
+        plan: &InboundPlan,
+        handler: Arc<InboundHandler>,
+    ) -> std::io::Result<StartedInbound> {
+        let (listeners, tasks) = start_inbound(self.registry.context(), plan, &handler)?;
+        Ok(StartedInbound {
+            handler,
+            listeners,
+            tasks,
+        })
+    }
+
     /// Stops inbound `tag`'s listeners; its connections go on.
     fn stop_inbound(&mut self, tag: &str) {
         // Not registered (removed through the API since): nothing listens.
@@ -239,7 +259,7 @@ impl Running {
     ) -> Result<StartedInbound, (String, String)> {
         let deadline = tokio::time::Instant::now() + REBIND_PATIENCE;
         let error = loop {
-            match self.binder.start_inbound(inbound, handler.clone()).await {
+            match self.start_one(inbound, handler.clone()) {
                 Ok(started) => return Ok(started),
                 Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
                     if tokio::time::Instant::now() >= deadline {
@@ -255,7 +275,7 @@ impl Running {
             return Err((tag.clone(), format!("inbound `{tag}` is stopped: {error}")));
         };
         let restored = match InboundHandler::build(&old, &self.shared.stats, system) {
-            Ok(h) => self.binder.start_inbound(&old, Arc::new(h)).await.ok(),
+            Ok(h) => self.start_one(&old, Arc::new(h)).ok(),
             Err(_) => None,
         };
         match restored {

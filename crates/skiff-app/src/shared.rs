@@ -1,8 +1,7 @@
 //! State every connection task reads: outbounds, router, policy, counters, access log.
 
 use std::net::IpAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use skiff_config::{LevelPolicy, PolicyPlan};
@@ -22,11 +21,8 @@ use crate::router::{Route, Router};
 const ROUTING_RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub struct Shared {
-    pub outbounds: Vec<OutboundHandler>,
-    /// Per outbound: removed through the API (RemoveOutbound).
-    pub removed_outbounds: Vec<AtomicBool>,
-    /// Where a connection routed to a removed outbound goes: nowhere (it is closed).
-    pub no_outbound: OutboundHandler,
+    /// The outbounds routing picks from; the API removes and adds them.
+    pub outbounds: Outbounds,
     pub router: Router,
     pub policy: PolicyPlan,
     pub stats: Arc<Stats>,
@@ -46,7 +42,7 @@ impl Shared {
     }
 
     /// Routes `meta`, resolving its domain first if the routing strategy asks for IPs.
-    pub async fn pick(&self, meta: &Metadata) -> &OutboundHandler {
+    pub async fn pick(&self, meta: &Metadata) -> Arc<OutboundHandler> {
         let index = match self.router.route(meta, None) {
             Route::To(i) => i,
             Route::NeedIps => {
@@ -62,21 +58,7 @@ impl Shared {
                 }
             }
         };
-        // The plan guarantees at least one outbound and valid indices.
-        let index = index.min(self.outbounds.len().saturating_sub(1));
-        if self.is_removed(index) {
-            // Xray closes the connection too ("non existing outTag"), rather than take the
-            // default outbound.
-            &self.no_outbound
-        } else {
-            &self.outbounds[index]
-        }
-    }
-
-    fn is_removed(&self, index: usize) -> bool {
-        self.removed_outbounds
-            .get(index)
-            .is_some_and(|r| r.load(Ordering::Relaxed))
+        self.outbounds.routed(index)
     }
 
     pub fn relay_policy(&self, level: u32) -> RelayPolicy {
@@ -122,6 +104,142 @@ impl Shared {
     }
 }
 
+/// One outbound of the table: the router's index names it by position.
+pub struct Slot {
+    pub tag: Arc<str>,
+    /// None once RemoveOutbound removed it.
+    pub handler: Option<Arc<OutboundHandler>>,
+    /// Xray's config type, by which ListOutbounds lists it; None for the API's own tag,
+    /// which Xray does not list.
+    pub listed_as: Option<&'static str>,
+}
+
+#[derive(Default)]
+struct Table {
+    /// The config's outbounds (and the API's tag) at the router's indices, then the ones
+    /// AddOutbound added under new tags.
+    slots: Vec<Slot>,
+    /// Xray's default outbound: the first one added, until it is removed; then the next one
+    /// added.
+    default: Option<usize>,
+}
+
+/// The outbounds routing picks from. The config's are at the router's indices; RemoveOutbound
+/// empties a slot, AddOutbound fills the slot of its tag again (so rules naming that tag
+/// reach it) or adds one.
+pub struct Outbounds {
+    table: RwLock<Table>,
+    /// Where a connection routed to a removed outbound goes: nowhere (it is closed).
+    none: Arc<OutboundHandler>,
+}
+
+impl Outbounds {
+    /// `handlers` in the router's order; index 0 is the default.
+    pub fn new(handlers: Vec<(OutboundHandler, Option<&'static str>)>) -> Outbounds {
+        let slots: Vec<Slot> = handlers
+            .into_iter()
+            .map(|(h, listed_as)| Slot {
+                tag: h.tag.clone(),
+                handler: Some(Arc::new(h)),
+                listed_as,
+            })
+            .collect();
+        let default = (!slots.is_empty()).then_some(0);
+        Outbounds {
+            table: RwLock::new(Table { slots, default }),
+            none: Arc::new(OutboundHandler::none()),
+        }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Table> {
+        self.table.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Table> {
+        self.table.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The outbound at the router's `index`. Index 0, the router's default, is Xray's
+    /// default outbound, which after the first one's removal is the next one added.
+    pub fn routed(&self, index: usize) -> Arc<OutboundHandler> {
+        let table = self.read();
+        let index = if index == 0 {
+            table.default
+        } else {
+            Some(index)
+        };
+        // Xray closes a connection routed to a removed outbound ("non existing outTag")
+        // rather than take the default one.
+        index
+            .and_then(|i| table.slots.get(i))
+            .and_then(|slot| slot.handler.clone())
+            .unwrap_or_else(|| self.none.clone())
+    }
+
+    /// The listed outbounds present, in order: tag and Xray's config type.
+    pub fn listed(&self) -> Vec<(Arc<str>, &'static str)> {
+        self.read()
+            .slots
+            .iter()
+            .filter(|s| s.handler.is_some())
+            .filter_map(|s| Some((s.tag.clone(), s.listed_as?)))
+            .collect()
+    }
+
+    /// Removes every listed outbound tagged `tag`; true when one was there.
+    pub fn remove(&self, tag: &str) -> bool {
+        let mut table = self.write();
+        let Table { slots, default } = &mut *table;
+        let mut removed = false;
+        for (i, slot) in slots.iter_mut().enumerate() {
+            if slot.listed_as.is_some() && &*slot.tag == tag && slot.handler.take().is_some() {
+                removed = true;
+                if *default == Some(i) {
+                    *default = None;
+                }
+            }
+        }
+        removed
+    }
+
+    /// Adds `handler`; Err when an outbound with its (non-empty) tag is present.
+    pub fn add(&self, handler: OutboundHandler, listed_as: &'static str) -> Result<(), ()> {
+        let mut table = self.write();
+        let tag = handler.tag.clone();
+        let taken = |s: &Slot| s.handler.is_some() && s.tag == tag;
+        if !tag.is_empty() && table.slots.iter().any(taken) {
+            return Err(());
+        }
+        let free = (!tag.is_empty())
+            .then(|| {
+                table
+                    .slots
+                    .iter()
+                    .position(|s| s.handler.is_none() && s.tag == tag && s.listed_as.is_some())
+            })
+            .flatten();
+        let slot = Slot {
+            tag,
+            handler: Some(Arc::new(handler)),
+            listed_as: Some(listed_as),
+        };
+        let index = match free {
+            Some(i) => {
+                table.slots[i] = slot;
+                i
+            }
+            None => {
+                table.slots.push(slot);
+                table.slots.len() - 1
+            }
+        };
+        if table.default.is_none() {
+            table.default = Some(index);
+        }
+        Ok(())
+    }
+}
+
 /// The domain's IPs for routing; none when it does not resolve in time (the IP rules then
 /// do not match, as in Xray).
 async fn resolve(resolver: Option<&dyn Resolve>, name: &str, port: u16) -> Vec<IpAddr> {
@@ -144,5 +262,50 @@ async fn resolve(resolver: Option<&dyn Resolve>, name: &str, port: u16) -> Vec<I
     {
         Ok(Ok(addrs)) => addrs.map(|a| a.ip()).collect(),
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn handler(tag: &str) -> OutboundHandler {
+        OutboundHandler {
+            tag: Arc::from(tag),
+            ..OutboundHandler::none()
+        }
+    }
+
+    fn routed_tag(o: &Outbounds, index: usize) -> String {
+        o.routed(index).tag.to_string()
+    }
+
+    #[test]
+    fn added_outbounds_refill_their_tag_and_become_the_default_as_in_xray() {
+        let o = Outbounds::new(vec![
+            (handler("direct"), Some("freedom")),
+            (handler("relay"), Some("blackhole")),
+            (handler("api"), None),
+        ]);
+        assert_eq!(routed_tag(&o, 0), "direct");
+        // A present tag is refused; the API's own is not listed nor removable.
+        assert!(o.add(handler("relay"), "vless").is_err());
+        assert!(!o.remove("api"));
+        assert!(o.remove("relay"));
+        assert!(!o.remove("relay"));
+        // Routed to a removed outbound: nowhere (the none handler has no tag).
+        assert_eq!(routed_tag(&o, 1), "");
+        // Added again under its tag: rules naming it (index 1) reach the new one.
+        o.add(handler("relay"), "vless").unwrap();
+        assert_eq!(routed_tag(&o, 1), "relay");
+        assert_eq!(o.listed()[1], (Arc::from("relay"), "vless"));
+        // Without a default, nothing is routed by default until one is added, which
+        // becomes the default.
+        assert!(o.remove("direct"));
+        assert_eq!(routed_tag(&o, 0), "");
+        o.add(handler("new"), "trojan").unwrap();
+        assert_eq!(routed_tag(&o, 0), "new");
+        let tags: Vec<String> = o.listed().iter().map(|(t, _)| t.to_string()).collect();
+        assert_eq!(tags, ["relay", "new"]);
     }
 }

@@ -181,7 +181,7 @@ async fn serve_packets(
             meta.source, destination, inbound.tag, outbound.tag, email
         ));
     }
-    let counters = shared.counters(inbound, outbound, &meta);
+    let counters = shared.counters(inbound, &outbound, &meta);
     let policy = shared.level(meta.level);
     let activity = Activity::new();
     let send = |to: Address, packet: Bytes| {
