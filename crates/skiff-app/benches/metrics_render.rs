@@ -1,10 +1,11 @@
 //! One `/metrics` scrape's work at 10 000 users (the "< 1 ms at 10 000 users"): the
 //! Prometheus text of 20 000 user counters (uplink and downlink) plus a few inbound and
-//! outbound ones, rendered from the live registry under its lock, as the endpoint does.
+//! outbound ones, rendered from the counter lines the endpoint keeps between scrapes (and,
+//! separately, the first scrape after a counter was created, which makes them again).
 //! `/debug/vars` (Xray's expvar JSON) is measured beside it. Reading /proc/self for RSS and
 //! open descriptors is not included (two small reads per scrape).
 
-use skiff_app::metrics::{Gauges, render_debug_vars, render_prometheus};
+use skiff_app::metrics::{Gauges, TrafficLines, render_debug_vars, render_prometheus};
 use skiff_core::stats::Stats;
 
 const USERS: usize = 10_000;
@@ -47,10 +48,28 @@ fn prometheus_text_10k_users(bencher: divan::Bencher) {
         resident_memory_bytes: Some(50 << 20),
         open_fds: Some(2000),
     };
-    bencher.bench(|| {
-        stats
-            .visit(|counters| render_prometheus(counters, &gauges))
-            .len()
+    // As the endpoint keeps them between scrapes: made at the first, reused after.
+    let mut traffic = TrafficLines::default();
+    traffic.refresh(&stats);
+    bencher.bench_local(|| {
+        traffic.refresh(&stats);
+        render_prometheus(&traffic, &gauges).len()
+    });
+}
+
+/// The first scrape after a counter was created (a new user's first traffic): the lines are
+/// made again, names split and escaped.
+#[divan::bench]
+fn prometheus_text_10k_users_after_a_new_counter(bencher: divan::Bencher) {
+    let stats = registry();
+    let gauges = Gauges::default();
+    let mut traffic = TrafficLines::default();
+    let mut n = 0u64;
+    bencher.bench_local(|| {
+        n += 1;
+        stats.counter(&format!("user>>>new{n}@example.com>>>traffic>>>uplink"));
+        traffic.refresh(&stats);
+        render_prometheus(&traffic, &gauges).len()
     });
 }
 

@@ -127,6 +127,7 @@ impl Running {
                 max_connections: MAX_CONNECTIONS,
                 accepted: accepted.clone(),
                 cmdline: std::env::args().collect(),
+                traffic: Default::default(),
             };
             tasks.push(crate::metrics::start(metrics, source, shutdown.subscribe()).await?);
         }

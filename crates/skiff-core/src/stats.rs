@@ -28,6 +28,9 @@ impl Counter {
 #[derive(Debug, Default)]
 pub struct Stats {
     counters: Mutex<HashMap<String, Arc<Counter>>>,
+    /// Bumped whenever a counter is created: a reader that keeps something per counter (the
+    /// metrics endpoint's label text) knows when to look again.
+    generation: AtomicU64,
     spliced: Arc<Counter>,
     copied: Arc<Counter>,
 }
@@ -44,7 +47,29 @@ impl Stats {
             .counters
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(counter) = map.get(name) {
+            return counter.clone();
+        }
+        self.generation.fetch_add(1, Ordering::Relaxed);
         map.entry(name.to_owned()).or_default().clone()
+    }
+
+    /// Changes whenever a counter has been created since the last reading.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Relaxed)
+    }
+
+    /// Hands `read` every counter Xray also has, by name, in no particular order: for a
+    /// reader that keeps the counters themselves (see [`Stats::generation`]).
+    pub fn visit_counters<R>(
+        &self,
+        read: impl FnOnce(&mut dyn Iterator<Item = (&str, &Arc<Counter>)>) -> R,
+    ) -> R {
+        let map = self
+            .counters
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        read(&mut map.iter().map(|(name, c)| (name.as_str(), c)))
     }
 
     /// The counter with this name when `listed` (the policy asks for it: the API and the
