@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::online::OnlineMaps;
+
 /// One named counter, shared between the registry and the connections feeding it.
 #[derive(Debug, Default)]
 pub struct Counter(AtomicU64);
@@ -30,6 +32,7 @@ pub struct Stats {
     counters: Mutex<HashMap<String, Arc<Counter>>>,
     spliced: Arc<Counter>,
     copied: Arc<Counter>,
+    online: OnlineMaps,
 }
 
 impl Stats {
@@ -113,6 +116,11 @@ impl Stats {
         all.push(("relay>>>copied".into(), self.copied.get()));
         all.sort();
         all
+    }
+
+    /// The users' online IPs (`statsUserOnline`), beside the counters as in Xray's manager.
+    pub fn online(&self) -> &OnlineMaps {
+        &self.online
     }
 
     /// Bytes the relay moved with splice(2), all connections together.
