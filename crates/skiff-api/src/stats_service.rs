@@ -1,6 +1,7 @@
 //! `xray.app.stats.command.StatsService` over Skiff's live counters
 //! (`skiff_core::stats::Stats`), with Xray's semantics: a name not counted yet is NotFound,
-//! `QueryStats` matches by substring, `reset` reads and zeroes in one step.
+//! `QueryStats` matches by substring, `reset` reads and zeroes in one step; the online calls
+//! read the users' online maps (`skiff_core::online`).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -11,8 +12,9 @@ use tonic::{Request, Response, Status};
 use crate::proto::stats::stats_service_server::StatsService;
 use crate::proto::stats::{
     GetAllOnlineUsersRequest, GetAllOnlineUsersResponse, GetStatsOnlineIpListResponse,
-    GetStatsRequest, GetStatsResponse, GetUsersStatsRequest, GetUsersStatsResponse,
+    GetStatsRequest, GetStatsResponse, GetUsersStatsRequest, GetUsersStatsResponse, OnlineIpEntry,
     QueryStatsRequest, QueryStatsResponse, Stat, SysStatsRequest, SysStatsResponse,
+    TrafficUserStat, UserStat,
 };
 
 pub struct StatsApi {
@@ -55,13 +57,24 @@ impl StatsService for StatsApi {
         }))
     }
 
-    /// Skiff keeps no online-IP maps yet (`statsUserOnline`): every name is NotFound, as in
-    /// Xray when that policy is off.
+    /// How many distinct IPs the user is connected from; NotFound until a connection of the
+    /// user has created the map (so always when `statsUserOnline` is off), as in Xray.
     async fn get_stats_online(
         &self,
         request: Request<GetStatsRequest>,
     ) -> Result<Response<GetStatsResponse>, Status> {
-        Err(not_found(&request.into_inner().name))
+        let r = request.into_inner();
+        let map = self
+            .stats
+            .online()
+            .find(&r.name)
+            .ok_or_else(|| not_found(&r.name))?;
+        Ok(Response::new(GetStatsResponse {
+            stat: Some(Stat {
+                value: i64::try_from(map.count()).unwrap_or(i64::MAX),
+                name: r.name,
+            }),
+        }))
     }
 
     async fn query_stats(
@@ -100,26 +113,77 @@ impl StatsService for StatsApi {
         }))
     }
 
+    /// The user's online IPs, each with the Unix second a connection from it last arrived.
     async fn get_stats_online_ip_list(
         &self,
         request: Request<GetStatsRequest>,
     ) -> Result<Response<GetStatsOnlineIpListResponse>, Status> {
-        Err(not_found(&request.into_inner().name))
+        let r = request.into_inner();
+        let map = self
+            .stats
+            .online()
+            .find(&r.name)
+            .ok_or_else(|| not_found(&r.name))?;
+        Ok(Response::new(GetStatsOnlineIpListResponse {
+            ips: map.ips().into_iter().collect(),
+            name: r.name,
+        }))
     }
 
+    /// The names (`user>>>EMAIL>>>online`) of the maps with at least one IP, sorted (Xray's
+    /// order is its map's, which varies).
     async fn get_all_online_users(
         &self,
         _request: Request<GetAllOnlineUsersRequest>,
     ) -> Result<Response<GetAllOnlineUsersResponse>, Status> {
-        Ok(Response::new(GetAllOnlineUsersResponse::default()))
+        let users = self
+            .stats
+            .online()
+            .all()
+            .into_iter()
+            .filter(|(_, map)| map.count() > 0)
+            .map(|(name, _)| name)
+            .collect();
+        Ok(Response::new(GetAllOnlineUsersResponse { users }))
     }
 
-    /// Users are listed by their online maps in Xray; with none kept, none are listed.
+    /// Each user with online IPs, with its traffic counters when asked (read, and zeroed on
+    /// `reset`, only for the users listed), sorted by email.
     async fn get_users_stats(
         &self,
-        _request: Request<GetUsersStatsRequest>,
+        request: Request<GetUsersStatsRequest>,
     ) -> Result<Response<GetUsersStatsResponse>, Status> {
-        Ok(Response::new(GetUsersStatsResponse::default()))
+        let r = request.into_inner();
+        let mut users = Vec::new();
+        for (name, map) in self.stats.online().all() {
+            let ips = map.ips();
+            if ips.is_empty() {
+                continue;
+            }
+            // user>>>EMAIL>>>online: the text between the first two separators.
+            let rest = name.split_once(">>>").map_or("", |(_, rest)| rest);
+            let email = rest.split_once(">>>").map_or(rest, |(email, _)| email);
+            let traffic = r.include_traffic.then(|| {
+                let read = |dir: &str| {
+                    self.stats
+                        .find(&format!("user>>>{email}>>>traffic>>>{dir}"))
+                        .map_or(0, |c| value(&c, r.reset))
+                };
+                TrafficUserStat {
+                    uplink: read("uplink"),
+                    downlink: read("downlink"),
+                }
+            });
+            users.push(UserStat {
+                email: email.to_owned(),
+                ips: ips
+                    .into_iter()
+                    .map(|(ip, last_seen)| OnlineIpEntry { ip, last_seen })
+                    .collect(),
+                traffic,
+            });
+        }
+        Ok(Response::new(GetUsersStatsResponse { users }))
     }
 }
 

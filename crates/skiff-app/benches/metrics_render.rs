@@ -47,6 +47,7 @@ fn prometheus_text_10k_users(bencher: divan::Bencher) {
         copied_bytes: 1 << 30,
         resident_memory_bytes: Some(50 << 20),
         open_fds: Some(2000),
+        online_users: Vec::new(),
     };
     // As the endpoint keeps them between scrapes: made at the first, reused after.
     let mut traffic = TrafficLines::default();

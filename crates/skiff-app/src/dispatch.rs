@@ -190,6 +190,8 @@ async fn serve_protocol(
         },
         _ => None,
     };
+    // The user's online IP (statsUserOnline), held until the connection ends.
+    let _online = online(&shared, &accepted, meta.level, source);
     let serve = serve_accepted(&shared, &inbound, meta, accepted, &session, source);
     match removed {
         None => serve.await,
@@ -213,6 +215,28 @@ fn accepted_user(accepted: &Accepted) -> Option<&str> {
         | Accepted::UdpAssociate { user, .. } => user.as_deref(),
         Accepted::Fallback { .. } | Accepted::Done => None,
     }
+}
+
+/// Counts the connection in its user's online map when the user's level asks for it
+/// (Xray's `statsUserOnline`): once here, released when the guard drops.
+fn online(
+    shared: &Shared,
+    accepted: &Accepted,
+    inbound_level: u32,
+    source: SocketAddr,
+) -> Option<skiff_core::online::OnlineGuard> {
+    let email = accepted_user(accepted).filter(|email| !email.is_empty())?;
+    let level = match accepted {
+        Accepted::Stream { level, .. } | Accepted::Datagrams { level, .. } => *level,
+        _ => None,
+    };
+    if !shared
+        .level(level.unwrap_or(inbound_level))
+        .stats_user_online
+    {
+        return None;
+    }
+    shared.stats.online().of_user(email).enter(source.ip())
 }
 
 /// Serves what the handshake accepted.

@@ -1051,6 +1051,8 @@ pub struct LevelPolicy {
     pub downlink_only: Duration,
     pub stats_user_uplink: bool,
     pub stats_user_downlink: bool,
+    /// Keep the user's online IPs (`user>>>EMAIL>>>online`).
+    pub stats_user_online: bool,
 }
 
 impl Default for LevelPolicy {
@@ -1064,6 +1066,7 @@ impl Default for LevelPolicy {
             downlink_only: Duration::from_secs(5),
             stats_user_uplink: false,
             stats_user_downlink: false,
+            stats_user_online: false,
         }
     }
 }

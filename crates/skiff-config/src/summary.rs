@@ -821,6 +821,9 @@ fn level_changes(level: &LevelPolicy) -> Vec<String> {
     if level.stats_user_downlink {
         out.push("statsUserDownlink".into());
     }
+    if level.stats_user_online {
+        out.push("statsUserOnline".into());
+    }
     out
 }
 

@@ -13,6 +13,7 @@ pub mod datagram;
 pub mod handshake;
 pub mod layer;
 pub mod metadata;
+pub mod online;
 pub mod stream;
 
 pub use counted::Counted;

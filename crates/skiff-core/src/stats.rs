@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::online::OnlineMaps;
+
 /// One named counter, shared between the registry and the connections feeding it.
 #[derive(Debug, Default)]
 pub struct Counter(AtomicU64);
@@ -33,6 +35,7 @@ pub struct Stats {
     generation: AtomicU64,
     spliced: Arc<Counter>,
     copied: Arc<Counter>,
+    online: OnlineMaps,
 }
 
 impl Stats {
@@ -138,6 +141,11 @@ impl Stats {
         all.push(("relay>>>copied".into(), self.copied.get()));
         all.sort();
         all
+    }
+
+    /// The users' online IPs (`statsUserOnline`), beside the counters as in Xray's manager.
+    pub fn online(&self) -> &OnlineMaps {
+        &self.online
     }
 
     /// Bytes the relay moved with splice(2), all connections together.

@@ -61,7 +61,7 @@ fn build_level(raw: &RawLevel, loc: &Loc, diags: &mut Vec<Diagnostic>) -> LevelP
     seconds("downlinkOnly", raw.downlink_only, &mut level.downlink_only);
     level.stats_user_uplink = raw.stats_user_uplink.unwrap_or(false);
     level.stats_user_downlink = raw.stats_user_downlink.unwrap_or(false);
-    // statsUserOnline is accepted: skiff keeps its own counters regardless.
+    level.stats_user_online = raw.stats_user_online.unwrap_or(false);
     match raw.buffer_size {
         Some(v) if v.is_negative() => diags.push(
             loc.key("bufferSize")

@@ -885,7 +885,7 @@ fn inbound_tag_typo_warns() {
 #[test]
 fn policy_levels() {
     let plan = ok(
-        r#"{"policy": {"levels": {"0": {"connIdle": 600, "uplinkOnly": 0}, "3": {"handshake": 10, "statsUserUplink": true}},
+        r#"{"policy": {"levels": {"0": {"connIdle": 600, "uplinkOnly": 0}, "3": {"handshake": 10, "statsUserUplink": true, "statsUserOnline": true}},
         "system": {"statsInboundUplink": true}}, "stats": {}}"#,
     );
     let l0 = plan.policy.level(0);
@@ -899,6 +899,7 @@ fn policy_levels() {
     );
     let l3 = plan.policy.level(3);
     assert!(l3.stats_user_uplink);
+    assert!(l3.stats_user_online && !l0.stats_user_online);
     assert_eq!(l3.handshake, Duration::from_secs(10));
     assert_eq!(plan.policy.level(7), Default::default());
     assert!(plan.policy.system.stats_inbound_uplink);
