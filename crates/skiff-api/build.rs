@@ -8,6 +8,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/app/proxyman/command/command.proto",
         "proto/proxy/accounts.proto",
         "proto/app/proxyman/config.proto",
+        "proto/app/router/command/command.proto",
+        "proto/app/router/config.proto",
     ];
     for p in protos {
         println!("cargo:rerun-if-changed={p}");
@@ -17,6 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/common/serial/typed_message.proto",
         "proto/core/config.proto",
         "proto/common/net/net.proto",
+        "proto/common/geodata/geodat.proto",
     ] {
         println!("cargo:rerun-if-changed={p}");
     }

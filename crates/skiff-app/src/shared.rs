@@ -47,8 +47,7 @@ impl Shared {
 
     /// Routes `meta`, resolving its domain first if the routing strategy asks for IPs.
     pub async fn pick(&self, meta: &Metadata) -> &OutboundHandler {
-        let index = match self.router.route(meta, None) {
-            Route::To(i) => i,
+        let route = match self.router.route(meta, None) {
             Route::NeedIps => {
                 let ips = match meta.routing_destination() {
                     Some(Address::Domain(name, port)) => {
@@ -57,9 +56,20 @@ impl Shared {
                     _ => Vec::new(),
                 };
                 match self.router.route(meta, Some(&ips)) {
-                    Route::To(i) => i,
-                    Route::NeedIps => 0,
+                    Route::NeedIps => Route::To(0),
+                    route => route,
                 }
+            }
+            route => route,
+        };
+        let index = match route {
+            Route::To(i) => i,
+            Route::NeedIps => 0,
+            Route::Nowhere(tag) => {
+                // Xray closes the connection ("non existing outTag"), rather than take the
+                // default outbound.
+                tracing::warn!("routing: no outbound is tagged `{tag}`; the connection is closed");
+                return &self.no_outbound;
             }
         };
         // The plan guarantees at least one outbound and valid indices.
@@ -71,6 +81,12 @@ impl Shared {
         } else {
             &self.outbounds[index]
         }
+    }
+
+    /// The domain's IPs for routing (the system resolver without a `dns` section); none when
+    /// it does not resolve in time.
+    pub async fn resolve_for_routing(&self, name: &str, port: u16) -> Vec<IpAddr> {
+        resolve(self.resolver.as_deref(), name, port).await
     }
 
     fn is_removed(&self, index: usize) -> bool {
