@@ -19,7 +19,7 @@ use tracing::debug;
 /// Index into the instance's outbound list.
 pub type OutboundIndex = usize;
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Route {
     To(OutboundIndex),
     /// Resolve the destination domain and ask again with its IPs.
@@ -604,5 +604,131 @@ mod tests {
             };
             assert!(i == 1 || i == 2);
         }
+    }
+    fn tagged(outbound: &str, tag: &str, port: &str) -> RulePlan {
+        let mut r = rule(outbound);
+        r.rule_tag = Some(tag.into());
+        r.ports = vec![PortRange::parse(port).unwrap()];
+        r
+    }
+
+    fn listed(router: &Router) -> Vec<(String, String)> {
+        router
+            .list_rules()
+            .into_iter()
+            .map(|r| (r.outbound_tag, r.rule_tag))
+            .collect()
+    }
+
+    #[test]
+    fn rules_added_removed_and_replaced_at_run_time() {
+        let mut to_balancer = tagged("direct", "b", "443");
+        to_balancer.target = RuleTarget::Balancer("rr".into());
+        let plan = RoutingPlan {
+            domain_strategy: RoutingDomainStrategy::AsIs,
+            rules: vec![tagged("block", "first", "80"), to_balancer],
+            balancers: vec![BalancerPlan {
+                tag: "rr".into(),
+                selectors: vec!["other".into()],
+                strategy: BalancerStrategy::RoundRobin,
+                fallback_tag: None,
+            }],
+        };
+        let router = Router::new(&plan, TAGS);
+        let m = |port| meta(Address::Ip(format!("1.1.1.1:{port}").parse().unwrap()));
+        assert_eq!(router.decide(&m(53), None), None);
+        assert_eq!(router.route(&m(53), None), Route::To(0));
+        assert_eq!(
+            listed(&router),
+            [
+                ("block".into(), "first".into()),
+                (String::new(), "b".into())
+            ]
+        );
+
+        // Appended: after the others; a rule to an outbound nobody has closes the session.
+        router
+            .add_rules(
+                vec![tagged("other", "dns", "53"), tagged("ghost", "g", "22")],
+                &[],
+                true,
+            )
+            .unwrap();
+        assert_eq!(router.route(&m(53), None), Route::To(2));
+        assert_eq!(router.route(&m(22), None), Route::Nowhere("ghost".into()));
+        assert_eq!(router.route(&m(443), None), Route::To(2));
+
+        // All or nothing: a duplicate ruleTag (in the table or the same call) or a missing
+        // balancer leaves the table as it was, with Xray's words.
+        let before = listed(&router);
+        for (rules, error) in [
+            (
+                vec![tagged("block", "new", "1"), tagged("block", "dns", "2")],
+                "app/router: duplicate ruleTag dns",
+            ),
+            (
+                vec![tagged("block", "x", "1"), tagged("block", "x", "2")],
+                "app/router: duplicate ruleTag x",
+            ),
+            (
+                vec![{
+                    let mut r = tagged("block", "y", "1");
+                    r.target = RuleTarget::Balancer("nope".into());
+                    r
+                }],
+                "app/router: balancer nope not found",
+            ),
+        ] {
+            assert_eq!(router.add_rules(rules, &[], true), Err(error.into()));
+            assert_eq!(listed(&router), before);
+        }
+        let again = plan.balancers.clone();
+        assert_eq!(
+            router.add_rules(vec![], &again, true),
+            Err("app/router: duplicate balancer tag".into())
+        );
+
+        // Removed by tag (an unknown tag is no error).
+        router.remove_rule("dns");
+        router.remove_rule("nothing");
+        assert_eq!(router.route(&m(53), None), Route::To(0));
+        assert_eq!(listed(&router).len(), 3);
+
+        // Replaced: the rules and the balancers go; a rule may name a balancer of the call.
+        let mut to_new = tagged("direct", "nb", "443");
+        to_new.target = RuleTarget::Balancer("new".into());
+        let new_balancer = BalancerPlan {
+            tag: "new".into(),
+            selectors: vec!["block".into()],
+            strategy: BalancerStrategy::Random,
+            fallback_tag: None,
+        };
+        router
+            .add_rules(vec![to_new], &[new_balancer], false)
+            .unwrap();
+        assert_eq!(listed(&router), [(String::new(), "nb".into())]);
+        assert_eq!(router.route(&m(443), None), Route::To(1));
+        assert_eq!(router.route(&m(80), None), Route::To(0));
+        let mut old = tagged("direct", "old", "1");
+        old.target = RuleTarget::Balancer("rr".into());
+        assert_eq!(
+            router.add_rules(vec![old], &[], true),
+            Err("app/router: balancer rr not found".into())
+        );
+    }
+
+    #[test]
+    fn a_session_without_destination_matches_rules_that_ask_none() {
+        let mut by_inbound = rule("block");
+        by_inbound.inbound_tags = vec!["in".into()];
+        let plan = RoutingPlan {
+            domain_strategy: RoutingDomainStrategy::AsIs,
+            rules: vec![tagged("other", "p", "1-65535"), by_inbound],
+            balancers: vec![],
+        };
+        let router = Router::new(&plan, TAGS);
+        let mut m = meta(Address::Ip("1.1.1.1:1".parse().unwrap()));
+        m.destination = None;
+        assert_eq!(router.decide(&m, None), Some(Route::To(1)));
     }
 }
