@@ -12,6 +12,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/transport/internet/tls/config.proto",
         "proto/transport/internet/websocket/config.proto",
         "proto/transport/internet/tcp/config.proto",
+        "proto/app/router/command/command.proto",
+        "proto/app/router/config.proto",
     ];
     for p in protos {
         println!("cargo:rerun-if-changed={p}");
@@ -23,6 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/common/net/net.proto",
         "proto/common/protocol/server_spec.proto",
         "proto/transport/internet/config.proto",
+        "proto/common/geodata/geodat.proto",
     ] {
         println!("cargo:rerun-if-changed={p}");
     }

@@ -6,6 +6,7 @@
 pub mod handler_config;
 pub mod handler_service;
 pub mod logger_service;
+pub mod routing_service;
 pub mod server;
 pub mod stats_service;
 
@@ -27,6 +28,12 @@ pub mod proto {
                     tonic::include_proto!("xray.app.proxyman.command");
                 }
             }
+            pub mod router {
+                tonic::include_proto!("xray.app.router");
+                pub mod command {
+                    tonic::include_proto!("xray.app.router.command");
+                }
+            }
         }
         pub mod core {
             tonic::include_proto!("xray.core");
@@ -40,6 +47,9 @@ pub mod proto {
             }
             pub mod net {
                 tonic::include_proto!("xray.common.net");
+            }
+            pub mod geodata {
+                tonic::include_proto!("xray.common.geodata");
             }
         }
         pub mod proxy {
@@ -63,7 +73,9 @@ pub mod proto {
 
     pub use xray::app::proxyman as receiver;
     pub use xray::app::proxyman::command as handler;
-    pub use xray::common::{net, protocol, serial};
+    pub use xray::app::router;
+    pub use xray::app::router::command as routing;
+    pub use xray::common::{geodata, net, protocol, serial};
     pub use xray::transport::internet as stream;
     pub use xray::{core, proxy};
 }

@@ -23,7 +23,9 @@ use crate::handler_service::{HandlerApi, Handlers};
 use crate::logger_service::{LoggerApi, RestartLogger};
 use crate::proto::handler::handler_service_server::HandlerServiceServer;
 use crate::proto::log::logger_service_server::LoggerServiceServer;
+use crate::proto::routing::routing_service_server::RoutingServiceServer;
 use crate::proto::stats::stats_service_server::StatsServiceServer;
+use crate::routing_service::{Routing, RoutingApi};
 use crate::stats_service::StatsApi;
 
 /// What the services work on.
@@ -31,6 +33,7 @@ pub struct ApiContext {
     pub stats: Arc<Stats>,
     pub restart_logger: RestartLogger,
     pub handlers: Arc<dyn Handlers>,
+    pub routing: Arc<dyn Routing>,
 }
 
 /// The services the config's `api.services` names (Xray's names: `StatsService`,
@@ -40,10 +43,16 @@ pub struct ApiRouter {
     stats: Option<StatsServiceServer<StatsApi>>,
     logger: Option<LoggerServiceServer<LoggerApi>>,
     handler: Option<HandlerServiceServer<HandlerApi>>,
+    routing: Option<RoutingServiceServer<RoutingApi>>,
 }
 
 /// The services Skiff has, by the names `api.services` uses.
-pub const SERVICES: &[&str] = &["StatsService", "LoggerService", "HandlerService"];
+pub const SERVICES: &[&str] = &[
+    "StatsService",
+    "LoggerService",
+    "HandlerService",
+    "RoutingService",
+];
 
 impl ApiRouter {
     pub fn new(context: ApiContext, services: &[String]) -> ApiRouter {
@@ -58,6 +67,8 @@ impl ApiRouter {
             }),
             handler: wants("HandlerService")
                 .then(|| HandlerServiceServer::new(HandlerApi::new(context.handlers))),
+            routing: wants("RoutingService")
+                .then(|| RoutingServiceServer::new(RoutingApi::new(context.routing))),
         }
     }
 }
@@ -95,6 +106,11 @@ impl Service<Request<Body>> for ApiRouter {
         }
         if let Some(svc) = self.handler.as_mut()
             && routes_to::<HandlerServiceServer<HandlerApi>>(&path)
+        {
+            return Box::pin(svc.call(request));
+        }
+        if let Some(svc) = self.routing.as_mut()
+            && routes_to::<RoutingServiceServer<RoutingApi>>(&path)
         {
             return Box::pin(svc.call(request));
         }

@@ -39,6 +39,7 @@ pub async fn start(
     routed: Option<ApiConnections>,
 ) -> io::Result<Vec<JoinHandle<()>>> {
     let router = {
+        let routing = Arc::new(crate::routing_api::RoutingApi::new(shared.clone()));
         let shared = shared.clone();
         let context = ApiContext {
             stats: shared.stats.clone(),
@@ -50,6 +51,7 @@ pub async fn start(
                 Ok(())
             }),
             handlers,
+            routing,
         };
         ApiRouter::new(context, &plan.services)
     };

@@ -29,6 +29,7 @@ mod xhttp;
 pub mod instance;
 pub mod limits;
 pub mod router;
+mod routing_api;
 
 pub use instance::{BoundListener, MAX_CONNECTIONS, Running};
 pub use reload::ReloadSummary;

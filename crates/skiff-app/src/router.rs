@@ -1,42 +1,78 @@
 //! The router: a pure function from session metadata to an outbound. It never does I/O; when
 //! the routing domainStrategy needs a domain's IPs it says so and the dispatcher resolves.
+//!
+//! Its rules and balancers are a table Xray's RoutingService replaces at run time (AddRule,
+//! RemoveRule): each routing decision reads one snapshot of it, so a new connection sees the
+//! new table at once and one being routed sees the old or the new, never a mix. Connections
+//! already routed keep their outbound.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use skiff_config::{
     BalancerPlan, BalancerStrategy, RoutingDomainStrategy, RoutingPlan, RulePlan, RuleTarget,
 };
-use skiff_core::{Address, Metadata};
+use skiff_core::{Address, Metadata, Swap};
 use tracing::debug;
 
 /// Index into the instance's outbound list.
 pub type OutboundIndex = usize;
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Route {
     To(OutboundIndex),
     /// Resolve the destination domain and ask again with its IPs.
     NeedIps,
+    /// A rule added through the API names this outbound tag, which no outbound has: Xray
+    /// closes such a connection ("non existing outTag") rather than take the default.
+    Nowhere(String),
 }
 
 pub struct Router {
     strategy: RoutingDomainStrategy,
-    rules: Vec<(RulePlan, Target)>,
-    balancers: Vec<Balancer>,
-    any_ip_rule: bool,
+    table: Swap<Table>,
     /// Outbound tags by index, for the log line of a tagged rule.
     tags: Vec<String>,
 }
 
-/// What a rule leads to, resolved to indices once.
-#[derive(Clone, Copy, Debug)]
-enum Target {
-    Outbound(OutboundIndex),
-    Balancer(usize),
+/// The rules and balancers in force.
+#[derive(Default)]
+struct Table {
+    rules: Vec<Rule>,
+    balancers: Vec<Arc<Balancer>>,
+    any_ip_rule: bool,
 }
 
-/// A balancer with its candidates fixed at start (outbounds do not come and go at run time).
+impl Table {
+    fn new(rules: Vec<Rule>, balancers: Vec<Arc<Balancer>>) -> Table {
+        let any_ip_rule = rules.iter().any(|r| r.plan.ip_set.is_some());
+        Table {
+            rules,
+            balancers,
+            any_ip_rule,
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Rule {
+    plan: RulePlan,
+    target: Target,
+}
+
+/// What a rule leads to, resolved once.
+#[derive(Clone, Debug)]
+enum Target {
+    Outbound(OutboundIndex),
+    Balancer(Arc<Balancer>),
+    /// An outbound tag no outbound has (only rules added through the API).
+    Missing(String),
+}
+
+/// A balancer with its candidates fixed when it is made (outbounds do not come and go at run
+/// time).
+#[derive(Debug)]
 struct Balancer {
     tag: String,
     /// Outbounds whose tag starts with a selector, in tag order as Xray sorts them (so
@@ -89,51 +125,122 @@ impl Balancer {
     }
 }
 
+/// A rule as Xray's ListRule shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListedRule {
+    /// The outbound's tag; "" when the rule names a balancer.
+    pub outbound_tag: String,
+    /// "" when the rule has no `ruleTag`.
+    pub rule_tag: String,
+}
+
 impl Router {
     /// `tags` are the outbound tags in order (index 0 is the default); the config already
-    /// checked that every rule's outbound and balancer exists, so a miss falls back to the
-    /// default outbound.
+    /// checked that every rule's outbound and balancer exists.
     pub fn new(plan: &RoutingPlan, tags: &[&str]) -> Router {
-        let balancers: Vec<Balancer> = plan
+        let balancers: Vec<Arc<Balancer>> = plan
             .balancers
             .iter()
-            .map(|b| Balancer::new(b, tags))
+            .map(|b| Arc::new(Balancer::new(b, tags)))
             .collect();
-        let rules: Vec<_> = plan
+        let rules = plan
             .rules
             .iter()
             .map(|r| {
-                let target = match &r.target {
-                    RuleTarget::Outbound(tag) => {
-                        Target::Outbound(tags.iter().position(|t| t == tag).unwrap_or(0))
-                    }
-                    RuleTarget::Balancer(tag) => match balancers.iter().position(|b| &b.tag == tag)
-                    {
-                        Some(i) => Target::Balancer(i),
-                        None => Target::Outbound(0),
-                    },
-                };
-                (r.clone(), target)
+                let target = resolve_target(r, tags, &balancers).unwrap_or(Target::Outbound(0));
+                Rule {
+                    plan: r.clone(),
+                    target,
+                }
             })
             .collect();
-        let any_ip_rule = rules.iter().any(|(r, _)| r.ip_set.is_some());
         Router {
             strategy: plan.domain_strategy,
-            rules,
-            balancers,
-            any_ip_rule,
+            table: Swap::new(Table::new(rules, balancers)),
             tags: tags.iter().map(|t| (*t).to_owned()).collect(),
         }
     }
 
-    fn take(&self, rule: &RulePlan, target: Target, meta: &Metadata) -> Route {
-        let index = match target {
-            Target::Outbound(i) => i,
-            Target::Balancer(b) => self.balancers[b].pick().unwrap_or(0),
+    /// Xray's AddRule: `rules` and `balancers` after the current ones (`append`), or in place
+    /// of all of them. All or nothing: on an error (Xray's text) nothing changes.
+    pub fn add_rules(
+        &self,
+        rules: Vec<RulePlan>,
+        balancers: &[BalancerPlan],
+        append: bool,
+    ) -> Result<(), String> {
+        let tags: Vec<&str> = self.tags.iter().map(String::as_str).collect();
+        self.table.update(|current| {
+            let (mut table_rules, mut table_balancers): (Vec<Rule>, Vec<Arc<Balancer>>) = if append
+            {
+                (current.rules.clone(), current.balancers.clone())
+            } else {
+                (Vec::new(), Vec::new())
+            };
+            for plan in balancers {
+                if table_balancers.iter().any(|b| b.tag == plan.tag) {
+                    return Err("app/router: duplicate balancer tag".to_owned());
+                }
+                table_balancers.push(Arc::new(Balancer::new(plan, &tags)));
+            }
+            for plan in rules {
+                if let Some(tag) = &plan.rule_tag
+                    && table_rules
+                        .iter()
+                        .any(|r| r.plan.rule_tag.as_ref() == Some(tag))
+                {
+                    return Err(format!("app/router: duplicate ruleTag {tag}"));
+                }
+                let target = resolve_target(&plan, &tags, &table_balancers)?;
+                table_rules.push(Rule { plan, target });
+            }
+            Ok(Table::new(table_rules, table_balancers))
+        })
+    }
+
+    /// Xray's RemoveRule: every rule tagged `rule_tag` goes (none is no error).
+    pub fn remove_rule(&self, rule_tag: &str) {
+        let _ = self.table.update(|current| {
+            let rules = current
+                .rules
+                .iter()
+                .filter(|r| r.plan.rule_tag.as_deref() != Some(rule_tag))
+                .cloned()
+                .collect();
+            Ok::<_, ()>(Table::new(rules, current.balancers.clone()))
+        });
+    }
+
+    /// Xray's ListRule: the rules in order.
+    pub fn list_rules(&self) -> Vec<ListedRule> {
+        self.table
+            .load()
+            .rules
+            .iter()
+            .map(|r| ListedRule {
+                outbound_tag: match &r.plan.target {
+                    RuleTarget::Outbound(tag) => tag.clone(),
+                    RuleTarget::Balancer(_) => String::new(),
+                },
+                rule_tag: r.plan.rule_tag.clone().unwrap_or_default(),
+            })
+            .collect()
+    }
+
+    /// The outbound tag of `index`.
+    pub fn tag(&self, index: OutboundIndex) -> &str {
+        self.tags.get(index).map_or("", String::as_str)
+    }
+
+    fn take(&self, rule: &Rule, meta: &Metadata) -> Route {
+        let index = match &rule.target {
+            Target::Outbound(i) => *i,
+            Target::Balancer(b) => b.pick().unwrap_or(0),
+            Target::Missing(tag) => return Route::Nowhere(tag.clone()),
         };
         // Xray names a tagged rule in its log ("hit route rule [tag] … detour [outbound]").
-        if let Some(tag) = &rule.rule_tag {
-            let outbound = self.tags.get(index).map_or("", String::as_str);
+        if let Some(tag) = &rule.plan.rule_tag {
+            let outbound = self.tag(index);
             debug!(rule = %tag, %outbound, destination = ?meta.routing_destination(), "hit route rule");
         }
         Route::To(index)
@@ -142,14 +249,21 @@ impl Router {
     /// Picks the outbound for `meta`. `resolved` is None on the first call and the domain's
     /// IPs (possibly none) on the second.
     pub fn route(&self, meta: &Metadata, resolved: Option<&[IpAddr]>) -> Route {
+        self.decide(meta, resolved).unwrap_or(Route::To(0))
+    }
+
+    /// As [`Router::route`], but None when no rule matched (the default outbound's case):
+    /// what Xray's router itself answers, e.g. to TestRoute.
+    pub fn decide(&self, meta: &Metadata, resolved: Option<&[IpAddr]>) -> Option<Route> {
+        let table = self.table.load();
         let is_domain = matches!(meta.routing_destination(), Some(Address::Domain(..)));
-        for (rule, target) in &self.rules {
-            match rule_matches(rule, meta, resolved) {
-                Match::Yes => return self.take(rule, *target, meta),
+        for rule in &table.rules {
+            match rule_matches(&rule.plan, meta, resolved) {
+                Match::Yes => return Some(self.take(rule, meta)),
                 Match::No => {}
                 Match::NeedIps => {
                     if self.strategy == RoutingDomainStrategy::IpOnDemand && resolved.is_none() {
-                        return Route::NeedIps;
+                        return Some(Route::NeedIps);
                     }
                 }
             }
@@ -157,11 +271,31 @@ impl Router {
         if self.strategy == RoutingDomainStrategy::IpIfNonMatch
             && is_domain
             && resolved.is_none()
-            && self.any_ip_rule
+            && table.any_ip_rule
         {
-            return Route::NeedIps;
+            return Some(Route::NeedIps);
         }
-        Route::To(0)
+        None
+    }
+}
+
+/// The rule's outbound or balancer; an outbound tag no outbound has is kept (as Xray does:
+/// its connections are closed); a balancer that does not exist is Xray's error.
+fn resolve_target(
+    rule: &RulePlan,
+    tags: &[&str],
+    balancers: &[Arc<Balancer>],
+) -> Result<Target, String> {
+    match &rule.target {
+        RuleTarget::Outbound(tag) => Ok(match tags.iter().position(|t| t == tag) {
+            Some(i) => Target::Outbound(i),
+            None => Target::Missing(tag.clone()),
+        }),
+        RuleTarget::Balancer(tag) => balancers
+            .iter()
+            .find(|b| &b.tag == tag)
+            .map(|b| Target::Balancer(b.clone()))
+            .ok_or_else(|| format!("app/router: balancer {tag} not found")),
     }
 }
 
@@ -228,7 +362,10 @@ fn rule_matches(rule: &RulePlan, meta: &Metadata, resolved: Option<&[IpAddr]>) -
         }
     }
     let Some(destination) = meta.routing_destination() else {
-        return Match::No;
+        // Only a session TestRoute describes can lack one: it matches the rules that ask
+        // nothing of the destination.
+        let asks = !rule.ports.is_empty() || rule.domain_set.is_some() || rule.ip_set.is_some();
+        return if asks { Match::No } else { Match::Yes };
     };
     if !rule.ports.is_empty() && !rule.ports.iter().any(|p| p.contains(destination.port())) {
         return Match::No;
@@ -467,5 +604,131 @@ mod tests {
             };
             assert!(i == 1 || i == 2);
         }
+    }
+    fn tagged(outbound: &str, tag: &str, port: &str) -> RulePlan {
+        let mut r = rule(outbound);
+        r.rule_tag = Some(tag.into());
+        r.ports = vec![PortRange::parse(port).unwrap()];
+        r
+    }
+
+    fn listed(router: &Router) -> Vec<(String, String)> {
+        router
+            .list_rules()
+            .into_iter()
+            .map(|r| (r.outbound_tag, r.rule_tag))
+            .collect()
+    }
+
+    #[test]
+    fn rules_added_removed_and_replaced_at_run_time() {
+        let mut to_balancer = tagged("direct", "b", "443");
+        to_balancer.target = RuleTarget::Balancer("rr".into());
+        let plan = RoutingPlan {
+            domain_strategy: RoutingDomainStrategy::AsIs,
+            rules: vec![tagged("block", "first", "80"), to_balancer],
+            balancers: vec![BalancerPlan {
+                tag: "rr".into(),
+                selectors: vec!["other".into()],
+                strategy: BalancerStrategy::RoundRobin,
+                fallback_tag: None,
+            }],
+        };
+        let router = Router::new(&plan, TAGS);
+        let m = |port| meta(Address::Ip(format!("1.1.1.1:{port}").parse().unwrap()));
+        assert_eq!(router.decide(&m(53), None), None);
+        assert_eq!(router.route(&m(53), None), Route::To(0));
+        assert_eq!(
+            listed(&router),
+            [
+                ("block".into(), "first".into()),
+                (String::new(), "b".into())
+            ]
+        );
+
+        // Appended: after the others; a rule to an outbound nobody has closes the session.
+        router
+            .add_rules(
+                vec![tagged("other", "dns", "53"), tagged("ghost", "g", "22")],
+                &[],
+                true,
+            )
+            .unwrap();
+        assert_eq!(router.route(&m(53), None), Route::To(2));
+        assert_eq!(router.route(&m(22), None), Route::Nowhere("ghost".into()));
+        assert_eq!(router.route(&m(443), None), Route::To(2));
+
+        // All or nothing: a duplicate ruleTag (in the table or the same call) or a missing
+        // balancer leaves the table as it was, with Xray's words.
+        let before = listed(&router);
+        for (rules, error) in [
+            (
+                vec![tagged("block", "new", "1"), tagged("block", "dns", "2")],
+                "app/router: duplicate ruleTag dns",
+            ),
+            (
+                vec![tagged("block", "x", "1"), tagged("block", "x", "2")],
+                "app/router: duplicate ruleTag x",
+            ),
+            (
+                vec![{
+                    let mut r = tagged("block", "y", "1");
+                    r.target = RuleTarget::Balancer("nope".into());
+                    r
+                }],
+                "app/router: balancer nope not found",
+            ),
+        ] {
+            assert_eq!(router.add_rules(rules, &[], true), Err(error.into()));
+            assert_eq!(listed(&router), before);
+        }
+        let again = plan.balancers.clone();
+        assert_eq!(
+            router.add_rules(vec![], &again, true),
+            Err("app/router: duplicate balancer tag".into())
+        );
+
+        // Removed by tag (an unknown tag is no error).
+        router.remove_rule("dns");
+        router.remove_rule("nothing");
+        assert_eq!(router.route(&m(53), None), Route::To(0));
+        assert_eq!(listed(&router).len(), 3);
+
+        // Replaced: the rules and the balancers go; a rule may name a balancer of the call.
+        let mut to_new = tagged("direct", "nb", "443");
+        to_new.target = RuleTarget::Balancer("new".into());
+        let new_balancer = BalancerPlan {
+            tag: "new".into(),
+            selectors: vec!["block".into()],
+            strategy: BalancerStrategy::Random,
+            fallback_tag: None,
+        };
+        router
+            .add_rules(vec![to_new], &[new_balancer], false)
+            .unwrap();
+        assert_eq!(listed(&router), [(String::new(), "nb".into())]);
+        assert_eq!(router.route(&m(443), None), Route::To(1));
+        assert_eq!(router.route(&m(80), None), Route::To(0));
+        let mut old = tagged("direct", "old", "1");
+        old.target = RuleTarget::Balancer("rr".into());
+        assert_eq!(
+            router.add_rules(vec![old], &[], true),
+            Err("app/router: balancer rr not found".into())
+        );
+    }
+
+    #[test]
+    fn a_session_without_destination_matches_rules_that_ask_none() {
+        let mut by_inbound = rule("block");
+        by_inbound.inbound_tags = vec!["in".into()];
+        let plan = RoutingPlan {
+            domain_strategy: RoutingDomainStrategy::AsIs,
+            rules: vec![tagged("other", "p", "1-65535"), by_inbound],
+            balancers: vec![],
+        };
+        let router = Router::new(&plan, TAGS);
+        let mut m = meta(Address::Ip("1.1.1.1:1".parse().unwrap()));
+        m.destination = None;
+        assert_eq!(router.decide(&m, None), Some(Route::To(1)));
     }
 }

@@ -43,8 +43,7 @@ impl Shared {
 
     /// Routes `meta`, resolving its domain first if the routing strategy asks for IPs.
     pub async fn pick(&self, meta: &Metadata) -> Arc<OutboundHandler> {
-        let index = match self.router.route(meta, None) {
-            Route::To(i) => i,
+        let route = match self.router.route(meta, None) {
             Route::NeedIps => {
                 let ips = match meta.routing_destination() {
                     Some(Address::Domain(name, port)) => {
@@ -53,12 +52,29 @@ impl Shared {
                     _ => Vec::new(),
                 };
                 match self.router.route(meta, Some(&ips)) {
-                    Route::To(i) => i,
-                    Route::NeedIps => 0,
+                    Route::NeedIps => Route::To(0),
+                    route => route,
                 }
+            }
+            route => route,
+        };
+        let index = match route {
+            Route::To(i) => i,
+            Route::NeedIps => 0,
+            Route::Nowhere(tag) => {
+                // Xray closes the connection ("non existing outTag"), rather than take the
+                // default outbound.
+                tracing::warn!("routing: no outbound is tagged `{tag}`; the connection is closed");
+                return self.outbounds.none();
             }
         };
         self.outbounds.routed(index)
+    }
+
+    /// The domain's IPs for routing (the system resolver without a `dns` section); none when
+    /// it does not resolve in time.
+    pub async fn resolve_for_routing(&self, name: &str, port: u16) -> Vec<IpAddr> {
+        resolve(self.resolver.as_deref(), name, port).await
     }
 
     pub fn relay_policy(&self, level: u32) -> RelayPolicy {
@@ -174,6 +190,11 @@ impl Outbounds {
             .and_then(|i| table.slots.get(i))
             .and_then(|slot| slot.handler.clone())
             .unwrap_or_else(|| self.none.clone())
+    }
+
+    /// Where a connection goes that routing sends nowhere (it is closed).
+    pub fn none(&self) -> Arc<OutboundHandler> {
+        self.none.clone()
     }
 
     /// The listed outbounds present, in order: tag and Xray's config type.

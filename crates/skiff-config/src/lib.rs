@@ -12,6 +12,7 @@ pub mod comments;
 pub mod diag;
 pub mod plan;
 pub mod plan_udpspeeder;
+pub mod rule_lists;
 
 mod build;
 mod decode;

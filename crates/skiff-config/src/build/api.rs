@@ -9,11 +9,16 @@ use crate::raw::Item;
 use crate::raw::top::RawApi;
 
 /// The services skiff serves, by the names `api.services` uses.
-pub const API_SERVICES: &[&str] = &["StatsService", "LoggerService", "HandlerService"];
+pub const API_SERVICES: &[&str] = &[
+    "StatsService",
+    "LoggerService",
+    "HandlerService",
+    "RoutingService",
+];
 
 /// Services Xray has that skiff does not serve yet: listed with a warning (panels list them
 /// all), and their calls are answered "unimplemented".
-const NOT_YET: &[&str] = &["RoutingService", "ObservatoryService", "ReflectionService"];
+const NOT_YET: &[&str] = &["ObservatoryService", "ReflectionService"];
 
 pub fn build_api(item: Option<&Item<RawApi>>, diags: &mut Vec<Diagnostic>) -> Option<ApiPlan> {
     let Item { loc, raw } = item?;

@@ -3,10 +3,10 @@
 //! the plan, and the caller discards the plan when any error was reported.
 
 mod api;
-mod assets;
+pub(crate) mod assets;
 mod dns;
 mod fallback_loops;
-mod geo_load;
+pub(crate) mod geo_load;
 mod grpc;
 mod inbound;
 mod log;
@@ -16,7 +16,7 @@ mod outbound;
 mod policy;
 mod protocols;
 mod reality;
-mod routing;
+pub(crate) mod routing;
 mod stream;
 mod tls;
 mod unique_tags;

@@ -647,15 +647,26 @@ pub(super) fn ip_matcher(
             None => {}
         }
     }
-    let mut negated = Vec::new();
-    if any_neg_cidr {
-        negated.push(IpSet::new(neg_cidrs));
-    }
-    if any_neg_list {
-        negated.push(IpSet::new(neg_lists));
-    }
-    Some(Arc::new(IpMatcher {
+    Some(Arc::new(combine_ips(
+        plain,
+        any_neg_cidr.then_some(neg_cidrs),
+        any_neg_list.then_some(neg_lists),
+    )))
+}
+
+/// Xray's combination of a rule's `ip` entries: the plain CIDRs and lists in one set, the
+/// negated CIDRs (when there are any) in a second, the negated lists in a third.
+pub(crate) fn combine_ips(
+    plain: Vec<(std::net::IpAddr, u8)>,
+    negated_cidrs: Option<Vec<(std::net::IpAddr, u8)>>,
+    negated_lists: Option<Vec<(std::net::IpAddr, u8)>>,
+) -> IpMatcher {
+    IpMatcher {
         plain: IpSet::new(plain),
-        negated,
-    }))
+        negated: [negated_cidrs, negated_lists]
+            .into_iter()
+            .flatten()
+            .map(IpSet::new)
+            .collect(),
+    }
 }

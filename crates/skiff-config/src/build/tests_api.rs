@@ -65,12 +65,13 @@ fn mistakes_are_named_by_path() {
         "{d:?}"
     );
     // Panels list every service Xray has: those skiff lacks are a warning, not a refusal.
-    let d =
-        diagnostics(r#"{"api": {"tag": "api", "services": ["RoutingService", "StatsService"]}}"#);
+    let d = diagnostics(
+        r#"{"api": {"tag": "api", "services": ["ObservatoryService", "StatsService"]}}"#,
+    );
     assert!(
         d.iter().any(|(p, m)| p == "api.services[0]"
             && m.contains("warning")
-            && m.contains("RoutingService")),
+            && m.contains("ObservatoryService")),
         "{d:?}"
     );
 }
