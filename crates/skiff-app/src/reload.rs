@@ -9,9 +9,11 @@
 //!   finish, as with the API's RemoveInbound); one whose settings changed is both.
 //! - Counters are found by name, so every counter of a kept or restarted inbound keeps
 //!   counting from where it was.
-//! - Sections that live in every connection's shared state (outbounds, routing, policy, dns,
-//!   log, api, metrics) are compared, and a change to one of them is reported as needing a
-//!   restart instead of being half applied.
+//! - Routing rules and balancers are replaced whole (as the API's AddRule does) when the
+//!   outbounds are the same; connections already routed keep their outbound.
+//! - Other sections that live in every connection's shared state (outbounds, routing's
+//!   domainStrategy, policy, dns, log, api, metrics) are compared, and a change to one of them
+//!   is reported as needing a restart instead of being half applied.
 //!
 //! The new inbounds are built (every handler, certificates and keys parsed) and bound before
 //! anything running is stopped: a failure there changes nothing. What can still fail after
@@ -66,6 +68,8 @@ pub struct ReloadSummary {
     pub inbounds_removed: usize,
     pub users_added: usize,
     pub users_removed: usize,
+    /// The number of routing rules now in force, when the reload replaced them.
+    pub routing_rules: Option<usize>,
     /// Config keys whose change needs a restart (`routing`, `outbounds`, …).
     pub not_applied: Vec<&'static str>,
 }
@@ -81,7 +85,11 @@ impl fmt::Display for ReloadSummary {
             self.inbounds_removed,
             self.users_added,
             self.users_removed
-        )
+        )?;
+        if let Some(rules) = self.routing_rules {
+            write!(f, "; routing: {rules} rules")?;
+        }
+        Ok(())
     }
 }
 
@@ -184,8 +192,38 @@ impl Running {
                 }
             }
         }
-        let old_sections = std::mem::take(&mut self.applied.sections);
+        let mut old_sections = std::mem::take(&mut self.applied.sections);
         let new_sections = sections(plan);
+        let changed = |key: &str| {
+            let find = |list: &[(&'static str, u64)]| list.iter().find(|s| s.0 == key).map(|s| s.1);
+            find(&new_sections) != find(&old_sections)
+        };
+        // Routing rules and balancers are swapped in whole, as the API's AddRule without
+        // `append` does, when the outbounds they name are the same ones.
+        let mut routing_failure = None;
+        if changed("routing") && !changed("outbounds") {
+            let routing = &plan.routing;
+            match self
+                .shared
+                .router
+                .add_rules(routing.rules.clone(), &routing.balancers, false)
+            {
+                Ok(()) => {
+                    summary.routing_rules = Some(routing.rules.len());
+                    info!(
+                        rules = routing.rules.len(),
+                        balancers = routing.balancers.len(),
+                        "reload: routing rules replaced"
+                    );
+                    for (key, fp) in &mut old_sections {
+                        if *key == "routing" {
+                            *fp = fingerprint(&(&routing.rules, &routing.balancers));
+                        }
+                    }
+                }
+                Err(e) => routing_failure = Some(format!("routing keeps its rules: {e}")),
+            }
+        }
         summary.not_applied = new_sections
             .iter()
             .zip(&old_sections)
@@ -206,14 +244,15 @@ impl Running {
         }
         self.applied = applied;
         crate::memory::trim();
-        if failures.is_empty() {
+        let messages: Vec<String> = failures
+            .into_iter()
+            .map(|(_, message)| message)
+            .chain(routing_failure)
+            .collect();
+        if messages.is_empty() {
             Ok(summary)
         } else {
-            Err(failures
-                .into_iter()
-                .map(|(_, message)| message)
-                .collect::<Vec<_>>()
-                .join("; "))
+            Err(messages.join("; "))
         }
     }
 
@@ -384,7 +423,14 @@ fn sections(plan: &Plan) -> Vec<(&'static str, u64)> {
     levels.sort_by_key(|(level, _)| **level);
     vec![
         ("outbounds", fingerprint(&plan.outbounds)),
-        ("routing", fingerprint(&plan.routing)),
+        (
+            "routing.domainStrategy",
+            fingerprint(&plan.routing.domain_strategy),
+        ),
+        (
+            "routing",
+            fingerprint(&(&plan.routing.rules, &plan.routing.balancers)),
+        ),
         ("policy", fingerprint(&(levels, &plan.policy.system))),
         ("dns", fingerprint(&plan.dns)),
         ("log", fingerprint(&plan.log)),

@@ -37,7 +37,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run with the given config files (or the embedded default when none is given).
-    /// SIGHUP reads them again and applies the changes to inbounds and users without
+    /// SIGHUP reads them again and applies the changes to inbounds, users and routing rules without
     /// dropping connections; a config with errors is refused and changes nothing.
     Run {
         #[command(flatten)]

@@ -1,6 +1,6 @@
 //! `SIGHUP` reloads the config under load (issue 17, "Reload"): during a 30 s VLESS transfer
 //! and 500 idle connections, three reloads in turn: (a) a changed user list, (b) a new
-//! inbound, (c) a broken config. The transfer completes intact, every idle connection still
+//! inbound and a routing rule, (c) a broken config. The transfer completes intact, every idle connection still
 //! echoes, the counters keep counting, the removed user's open connection is closed and the
 //! new user gets in, the new inbound serves, and the broken config is refused with its file,
 //! line and JSON path while the running one goes on.
@@ -53,7 +53,8 @@ struct Ports {
     metrics: u16,
 }
 
-fn config(ports: &Ports, users: &[&str], socks: bool) -> String {
+/// `block`: a routing rule sends connections to that port to the blackhole.
+fn config(ports: &Ports, users: &[&str], socks: bool, block: Option<u16>) -> String {
     let clients: Vec<_> = USERS
         .iter()
         .filter(|(email, _)| users.contains(email))
@@ -78,7 +79,11 @@ fn config(ports: &Ports, users: &[&str], socks: bool) -> String {
             "system": { "statsInboundUplink": true, "statsInboundDownlink": true }
         },
         "inbounds": inbounds,
-        "outbounds": [{ "tag": "direct", "protocol": "freedom" }]
+        "outbounds": [{ "tag": "direct", "protocol": "freedom" },
+                      { "tag": "block", "protocol": "blackhole" }],
+        "routing": { "rules": block.map(|port| vec![serde_json::json!(
+            { "type": "field", "port": port.to_string(), "outboundTag": "block" })])
+            .unwrap_or_default() }
     }))
     .unwrap()
 }
@@ -194,7 +199,7 @@ fn sighup_reloads_users_and_inbounds_and_refuses_a_broken_config() {
     let (mut server, log) = start_skiff(
         dir.path(),
         "server",
-        &config(&ports, &["a@x", "b@x", "c@x"], false),
+        &config(&ports, &["a@x", "b@x", "c@x"], false, None),
         &[ports.vless, ports.metrics],
     );
     let pid = server.child.id();
@@ -246,7 +251,7 @@ fn sighup_reloads_users_and_inbounds_and_refuses_a_broken_config() {
     assert!(before > 0, "the transfer is counted while it runs");
 
     // (a) The user list changes: c goes, d comes.
-    std::fs::write(&path, config(&ports, &["a@x", "b@x", "d@x"], false)).unwrap();
+    std::fs::write(&path, config(&ports, &["a@x", "b@x", "d@x"], false, None)).unwrap();
     sighup(pid);
     let text = wait_log(&log, "reloaded:", 1);
     assert!(
@@ -270,11 +275,30 @@ fn sighup_reloads_users_and_inbounds_and_refuses_a_broken_config() {
     open(&ports, echo, 0xd, b"d").expect("the added user connects");
     let after_a = grown(&ports, "a@x", before);
 
-    // (b) A new inbound.
-    std::fs::write(&path, config(&ports, &["a@x", "b@x", "d@x"], true)).unwrap();
+    // A second echo server, reachable until reload (b) adds a rule that blocks it.
+    let other_echo = echo_server();
+    open(&ports, echo, 0xd, b"d").expect("the first echo, before the rule");
+    open(&ports, other_echo, 0xd, b"d").expect("the second echo, before the rule");
+
+    // (b) A new inbound, and a routing rule.
+    std::fs::write(
+        &path,
+        config(&ports, &["a@x", "b@x", "d@x"], true, Some(other_echo)),
+    )
+    .unwrap();
     sighup(pid);
     let text = wait_log(&log, "reloaded:", 2);
-    assert!(text.contains("1 kept, 1 added, 0 restarted"), "{text}");
+    assert!(
+        text.contains(
+            "1 kept, 1 added, 0 restarted, 0 removed; users: 0 added, 0 removed; routing: 1 rules"
+        ),
+        "{text}"
+    );
+    assert!(
+        open(&ports, other_echo, 0xd, b"blocked").is_err(),
+        "the reloaded rule does not route to the blackhole"
+    );
+    open(&ports, echo, 0xd, b"not blocked").expect("the rule blocks more than its port");
     wait_ports(&mut server, &[ports.socks], &log);
     {
         // SOCKS5, no auth, CONNECT 127.0.0.1:echo.
@@ -294,12 +318,15 @@ fn sighup_reloads_users_and_inbounds_and_refuses_a_broken_config() {
     }
 
     // (c) A broken config: refused with its place, and the running one goes on.
-    let broken = config(&ports, &["a@x", "b@x", "d@x"], true).replacen(
+    let broken = config(&ports, &["a@x", "b@x", "d@x"], true, Some(other_echo)).replacen(
         &format!("\"port\": {}", ports.socks),
         "\"port\": \"not a port\"",
         1,
     );
-    assert_ne!(broken, config(&ports, &["a@x", "b@x", "d@x"], true));
+    assert_ne!(
+        broken,
+        config(&ports, &["a@x", "b@x", "d@x"], true, Some(other_echo))
+    );
     let line = broken
         .lines()
         .position(|l| l.contains("not a port"))
