@@ -37,8 +37,8 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run with the given config files (or the embedded default when none is given).
-    /// SIGHUP reads them again and applies the changes to inbounds, users and routing rules without
-    /// dropping connections; a config with errors is refused and changes nothing.
+    /// SIGHUP reads them again and applies the changes to inbounds, users and routing rules
+    /// without dropping connections; a config with errors is refused and changes nothing.
     Run {
         #[command(flatten)]
         config: ConfigArgs,
