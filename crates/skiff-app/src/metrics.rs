@@ -208,8 +208,12 @@ fn traffic_parts(name: &str) -> Option<(&str, &str, &str)> {
 pub struct TrafficLines {
     /// The registry's generation these lines were made at; None before the first.
     generation: Option<u64>,
-    /// Sorted by their text, so a scrape lists the counters in a stable order.
-    lines: Vec<(Box<str>, Arc<Counter>)>,
+    /// Every line's text up to its value, one after another in the order they are listed
+    /// (sorted, so a scrape lists the counters in a stable order): one block to copy from
+    /// rather than 20 000 small ones.
+    text: String,
+    /// Per line: where its text ends in `text`, and its counter.
+    ends: Vec<(usize, Arc<Counter>)>,
 }
 
 impl TrafficLines {
@@ -220,7 +224,7 @@ impl TrafficLines {
         if self.generation == Some(generation) {
             return;
         }
-        self.lines = stats.visit_counters(|counters| {
+        let mut lines: Vec<(String, Arc<Counter>)> = stats.visit_counters(|counters| {
             counters
                 .filter_map(|(name, counter)| {
                     let (kind, who, direction) = traffic_parts(name)?;
@@ -232,17 +236,33 @@ impl TrafficLines {
                     line.push_str("\",direction=\"");
                     escape_label(&mut line, direction);
                     line.push_str("\"} ");
-                    Some((line.into_boxed_str(), counter.clone()))
+                    Some((line, counter.clone()))
                 })
                 .collect()
         });
-        self.lines.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        lines.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        self.text.clear();
+        self.ends.clear();
+        for (line, counter) in lines {
+            self.text.push_str(&line);
+            self.ends.push((self.text.len(), counter));
+        }
         self.generation = Some(generation);
     }
 
-    /// The bytes the counters' lines take, values aside.
+    /// The bytes the counters' lines take: their text, and room for each value.
     fn text_len(&self) -> usize {
-        self.lines.iter().map(|(text, _)| text.len() + 21).sum()
+        self.text.len() + self.ends.len() * 21
+    }
+
+    /// Each line's text up to its value, and its counter.
+    fn lines(&self) -> impl Iterator<Item = (&str, &Counter)> {
+        let mut start = 0;
+        self.ends.iter().map(move |(end, counter)| {
+            let text = self.text.get(start..*end).unwrap_or_default();
+            start = *end;
+            (text, &**counter)
+        })
     }
 }
 
@@ -257,7 +277,7 @@ pub fn render_prometheus(traffic: &TrafficLines, gauges: &Gauges) -> String {
         "counter",
         "Bytes carried, by Xray's traffic counters (kind inbound, outbound or user; name the tag or email; direction uplink or downlink).",
     );
-    for (text, counter) in &traffic.lines {
+    for (text, counter) in traffic.lines() {
         out.push_str(text);
         push_u64(&mut out, counter.get());
         out.push('\n');
