@@ -48,6 +48,7 @@ fn prometheus_text_10k_users(bencher: divan::Bencher) {
         resident_memory_bytes: Some(50 << 20),
         open_fds: Some(2000),
         online_users: Vec::new(),
+        handshake_failures: skiff_core::HandshakeFailures::default().read().to_vec(),
     };
     // As the endpoint keeps them between scrapes: made at the first, reused after.
     let mut traffic = TrafficLines::default();

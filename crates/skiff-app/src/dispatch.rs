@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use skiff_core::{
     Accepted, Address, BoxFuture, BoxStream, ConnectOutcome, Connector, Counted, DirectionCounters,
-    InboundContext, LayerSession, Metadata, Network, Prefixed, ProxyStream, RelayCounters,
-    RelayEnd, Reply, TunnelSink, relay,
+    HandshakeFailure, InboundContext, LayerSession, Metadata, Network, Prefixed, ProxyStream,
+    RelayCounters, RelayEnd, Reply, TunnelSink, relay,
 };
 use skiff_proto::{http, socks};
 use tokio::io::AsyncWriteExt;
@@ -122,6 +122,7 @@ async fn serve_multiplexed(
     let stream = match within(limit, inbound.layers.accept(stream, &mut session)).await {
         Ok(stream) => stream,
         Err(e) => {
+            shared.stats.handshake_failures().count(failure_reason(&e));
             debug!(inbound = %inbound.tag, %source, error = %e, "transport handshake failed; closing");
             return;
         }
@@ -171,10 +172,15 @@ async fn serve_protocol(
     let accepted = match shaken.await {
         Ok(accepted) => accepted,
         Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+            shared
+                .stats
+                .handshake_failures()
+                .count(HandshakeFailure::Timeout);
             debug!(inbound = %inbound.tag, %source, error = %e, "handshake timed out; closing");
             return;
         }
         Err(e) => {
+            shared.stats.handshake_failures().count(failure_reason(&e));
             debug!(inbound = %inbound.tag, %source, error = %e, "handshake failed; closing");
             return;
         }
@@ -204,6 +210,32 @@ async fn serve_protocol(
             }
         }
     }
+}
+
+/// Why a handshake failed, as far as its error says: the protocols' authentication and replay
+/// errors are told apart by their type, a timeout by its kind.
+fn failure_reason(e: &io::Error) -> HandshakeFailure {
+    use skiff_proto::shadowsocks::SsError;
+    use skiff_proto::vmess::VmessError;
+    if e.kind() == io::ErrorKind::TimedOut {
+        return HandshakeFailure::Timeout;
+    }
+    let inner = e.get_ref();
+    if let Some(ss) = inner.and_then(|i| i.downcast_ref::<SsError>()) {
+        return match ss {
+            SsError::Replay => HandshakeFailure::Replay,
+            SsError::Auth | SsError::UnknownUser => HandshakeFailure::BadAuth,
+            _ => HandshakeFailure::Other,
+        };
+    }
+    if let Some(vmess) = inner.and_then(|i| i.downcast_ref::<VmessError>()) {
+        return match vmess {
+            VmessError::ReplayedSession => HandshakeFailure::Replay,
+            VmessError::InvalidUser | VmessError::HeaderAuth => HandshakeFailure::BadAuth,
+            _ => HandshakeFailure::Other,
+        };
+    }
+    HandshakeFailure::Other
 }
 
 /// The user an accepted connection authenticated as.
@@ -446,12 +478,20 @@ async fn fall_back(
         return;
     }
     let Some(fallback) = fallback::select(&inbound.fallbacks, session, &first) else {
+        shared
+            .stats
+            .handshake_failures()
+            .count(HandshakeFailure::Rejected);
         debug!(inbound = %inbound.tag, source = %meta.source, "not a valid request and no fallback; closing");
         // Xray closes through its TLS connection: a close_notify (given 250 ms) before the
         // FIN (transport/internet/tls/tls.go `Conn.Close`). Over raw TCP this is the FIN.
         let _ = timeout(CLOSE_NOTIFY_TIMEOUT, stream.shutdown()).await;
         return;
     };
+    shared
+        .stats
+        .handshake_failures()
+        .count(HandshakeFailure::Fallback);
     let stream: BoxStream = Box::new(Prefixed::new(first, stream));
     let counters = RelayCounters {
         uplink: DirectionCounters::new(vec![inbound.uplink.clone()]),

@@ -53,6 +53,9 @@ pub struct Gauges {
     /// Each user with an online map (`statsUserOnline`) and how many distinct IPs it is
     /// connected from now, by email.
     pub online_users: Vec<(String, u64)>,
+    /// Failed inbound handshakes by reason (`bad_auth`, `replay`, `timeout`, `fallback`,
+    /// `rejected`, `other`).
+    pub handshake_failures: Vec<(&'static str, u64)>,
 }
 
 const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -164,6 +167,7 @@ fn gauges(source: &Source) -> Gauges {
         copied_bytes: stats.copied().get(),
         resident_memory_bytes: resident_memory_bytes(),
         open_fds: open_fds(),
+        handshake_failures: stats.handshake_failures().read().to_vec(),
         online_users: stats
             .online()
             .all()
@@ -281,6 +285,18 @@ pub fn render_prometheus(traffic: &TrafficLines, gauges: &Gauges) -> String {
         out.push_str(text);
         push_u64(&mut out, counter.get());
         out.push('\n');
+    }
+    family(
+        &mut out,
+        "skiff_handshake_failures_total",
+        "counter",
+        "Inbound connections whose handshake failed, by why: bad_auth, replay, timeout, fallback (handed to a fallback), rejected (closed, no fallback), other.",
+    );
+    for (reason, count) in &gauges.handshake_failures {
+        let _ = writeln!(
+            out,
+            "skiff_handshake_failures_total{{reason=\"{reason}\"}} {count}"
+        );
     }
     if !gauges.online_users.is_empty() {
         family(
@@ -445,6 +461,7 @@ mod tests {
             resident_memory_bytes: Some(4096),
             open_fds: Some(12),
             online_users: vec![("a@x".into(), 2)],
+            handshake_failures: vec![("replay", 4), ("other", 0)],
         }
     }
 
@@ -480,6 +497,8 @@ mod tests {
             "skiff_process_open_fds 12",
             "# TYPE skiff_user_online_ips gauge",
             "skiff_user_online_ips{name=\"a@x\"} 2",
+            "skiff_handshake_failures_total{reason=\"replay\"} 4",
+            "skiff_handshake_failures_total{reason=\"other\"} 0",
             &format!(
                 "skiff_build_info{{version=\"{}\"}} 1",
                 env!("CARGO_PKG_VERSION")

@@ -24,6 +24,7 @@ pub use handshake::{
 pub use layer::{ClientLayer, LayerSession, MultiplexServer, ServerLayer, TunnelSink};
 pub use metadata::Metadata;
 pub use stream::{BoxStream, DirectSwitch, Prefixed, ProxyStream};
+pub mod handshake_failures;
 pub mod relay;
 pub mod stats;
 pub mod swap;
@@ -32,6 +33,7 @@ pub mod time;
 pub mod udp_links;
 pub mod wire;
 
+pub use handshake_failures::{HandshakeFailure, HandshakeFailures};
 pub use relay::{RelayCounters, RelayEnd, RelayOutcome, RelayPolicy, relay};
 pub use stats::{Counter, DirectionCounters, Stats};
 pub use swap::Swap;

@@ -36,6 +36,7 @@ pub struct Stats {
     spliced: Arc<Counter>,
     copied: Arc<Counter>,
     online: OnlineMaps,
+    handshake_failures: crate::HandshakeFailures,
 }
 
 impl Stats {
@@ -156,6 +157,11 @@ impl Stats {
     /// Bytes the relay moved through user-space buffers.
     pub fn copied(&self) -> &Arc<Counter> {
         &self.copied
+    }
+
+    /// Inbound handshakes that failed, by why (for the metrics endpoint; not Xray counters).
+    pub fn handshake_failures(&self) -> &crate::HandshakeFailures {
+        &self.handshake_failures
     }
 }
 

@@ -248,6 +248,27 @@ fn metrics_endpoint_serves_prometheus_text_and_xrays_debug_vars() {
         );
     }
     assert!(text.contains("skiff_build_info{version=\""), "{text}");
+    let rejected = "skiff_handshake_failures_total{reason=\"rejected\"}";
+    assert_eq!(sample(&text, rejected), Some(0), "{text}");
+    // A probe that is not VLESS, on an inbound without fallbacks: closed, and counted.
+    {
+        let mut probe = TcpStream::connect(("127.0.0.1", ports.vless)).unwrap();
+        probe.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+        probe.write_all(&[0xff; 64]).unwrap();
+        let mut rest = Vec::new();
+        let _ = probe.read_to_end(&mut rest);
+        assert!(rest.is_empty(), "the probe got an answer: {rest:?}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let counted = loop {
+        let (_, text) = get(ports.metrics, "/metrics");
+        let counted = sample(&text, rejected);
+        if counted == Some(1) || Instant::now() > deadline {
+            break counted;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(counted, Some(1), "the rejected probe is counted");
     assert_eq!(get(ports.metrics, "/nothing").0, 404);
     assert_eq!(get(ports.metrics, "/metricsx").0, 404);
     assert_healthy(&mut proc, &log);
