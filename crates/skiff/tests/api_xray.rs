@@ -9,7 +9,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -78,28 +78,6 @@ fn skiff_config(xray_config: &str) -> String {
     let mut v: serde_json::Value = serde_json::from_str(xray_config).unwrap();
     v["outbounds"][0]["settings"] = serde_json::json!({});
     v.to_string()
-}
-
-/// An echo server: each connection's bytes back, then its end.
-fn echo_server() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for conn in listener.incoming().take(16) {
-            let Ok(mut conn) = conn else { continue };
-            std::thread::spawn(move || {
-                let _ = conn.set_read_timeout(Some(READ_TIMEOUT));
-                let mut buf = vec![0u8; 64 << 10];
-                while let Ok(n) = conn.read(&mut buf) {
-                    if n == 0 || conn.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-                let _ = conn.shutdown(std::net::Shutdown::Write);
-            });
-        }
-    });
-    port
 }
 
 /// Sends `request` then `payload`, reads until the server closes; returns what came back.
@@ -252,7 +230,7 @@ fn start_xray(xray: &Path, dir: &Path, config: &str, ports: &[u16]) -> Proc {
 fn compare(routed: bool) {
     let Some(xray) = xray() else { return };
     let dir = TempDir::new(if routed { "api-routed" } else { "api-listen" });
-    let echo = echo_server();
+    let echo = echo_server(16, READ_TIMEOUT);
     let mut answers = Vec::new();
     for implementation in ["xray", "skiff"] {
         let ports = Ports {

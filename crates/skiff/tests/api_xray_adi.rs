@@ -232,28 +232,6 @@ fn lso_sorted(json: &str) -> String {
     format!("{outbounds:?}")
 }
 
-/// An echo server: each connection's bytes back, then its end. Serves at most 64.
-fn echo_server() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for conn in listener.incoming().take(64) {
-            let Ok(mut conn) = conn else { continue };
-            std::thread::spawn(move || {
-                let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
-                let mut buf = vec![0u8; 64 << 10];
-                while let Ok(n) = conn.read(&mut buf) {
-                    if n == 0 || conn.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-                let _ = conn.shutdown(std::net::Shutdown::Write);
-            });
-        }
-    });
-    port
-}
-
 /// FNV-1a, 64 bits: the payload's checksum.
 fn checksum(data: &[u8]) -> u64 {
     data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
@@ -355,7 +333,7 @@ fn added_handlers_answer_and_carry_traffic_as_in_xray() {
     let (cert, key) = certificate(dir.path());
     let pin = certificate_pin(&cert);
     assert_eq!(pin.len(), 95, "openssl's fingerprint: {pin}");
-    let echo = echo_server();
+    let echo = echo_server(64, Duration::from_secs(30));
     let mut answers = Vec::new();
     // The same ports for both, one after the other: the answers name them.
     let ports = Ports::new();
@@ -415,7 +393,7 @@ fn what_skiff_cannot_start_changes_nothing() {
     let Some(xray) = xray() else { return };
     let dir = TempDir::new("api-adi-refused");
     let (cert, key) = certificate(dir.path());
-    let echo = echo_server();
+    let echo = echo_server(64, Duration::from_secs(30));
     let ports = Ports::new();
     let text = base_config(&ports, echo, false);
     let (mut proc, log) = start_skiff(

@@ -17,7 +17,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -63,28 +63,6 @@ fn server_config(vless: u16, api: u16, xray: bool) -> String {
         "outbounds": [{ "tag": "direct", "protocol": "freedom", "settings": freedom }]
     })
     .to_string()
-}
-
-/// An echo server on 127.0.0.1: each connection's bytes back, then its end.
-fn echo_server() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for conn in listener.incoming().take(64) {
-            let Ok(mut conn) = conn else { continue };
-            std::thread::spawn(move || {
-                let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
-                let mut buf = vec![0u8; 16 << 10];
-                while let Ok(n) = conn.read(&mut buf) {
-                    if n == 0 || conn.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-                let _ = conn.shutdown(std::net::Shutdown::Write);
-            });
-        }
-    });
-    port
 }
 
 /// A VLESS connection from `source` (a loopback address) as user `id`, to the echo server,
@@ -270,7 +248,7 @@ fn scenario(xray: &Path, vless: u16, api_port: u16, echo: u16) -> Vec<(String, S
 fn online_users_answer_as_xray_does() {
     let Some(xray) = xray() else { return };
     let dir = TempDir::new("api-online");
-    let echo = echo_server();
+    let echo = echo_server(64, Duration::from_secs(30));
     let mut answers = Vec::new();
     for implementation in ["xray", "skiff"] {
         // Ports of its own for each: nothing in the answers names them.

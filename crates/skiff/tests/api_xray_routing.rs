@@ -18,7 +18,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -171,29 +171,6 @@ fn wait_api(xray: &Path, port: u16) {
     panic!("the API on port {port} never answered");
 }
 
-/// An echo server: each connection's bytes back, then its end. Serves at most 64
-/// connections, each for at most 30 s of silence.
-fn echo_server() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for conn in listener.incoming().take(64) {
-            let Ok(mut conn) = conn else { continue };
-            std::thread::spawn(move || {
-                let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
-                let mut buf = vec![0u8; 64 << 10];
-                while let Ok(n) = conn.read(&mut buf) {
-                    if n == 0 || conn.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-                let _ = conn.shutdown(Shutdown::Write);
-            });
-        }
-    });
-    port
-}
-
 /// FNV-1a of the bytes, to name what came back.
 fn checksum(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
@@ -325,7 +302,7 @@ fn routing_service_answers_and_routes_as_xray_does() {
     let geo = geo_dir();
     let dir = TempDir::new("api-routing");
     let files = rule_files(dir.path());
-    let echo = echo_server();
+    let echo = echo_server(64, Duration::from_secs(30));
     let (api_port, tunnel) = (free_port(), free_port());
     let mut answers = Vec::new();
     for implementation in ["xray", "skiff"] {

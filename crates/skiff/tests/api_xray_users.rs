@@ -16,7 +16,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -310,7 +310,7 @@ fn handler_service_answers_as_xray_does() {
     let dir = TempDir::new("api-users-compare");
     let (cert, key) = certificate(dir.path());
     let users = users_file(dir.path(), true);
-    let echo = echo_server();
+    let echo = echo_server(64, Duration::from_secs(30));
     let mut answers = Vec::new();
     // The same ports for both, one after the other: the answers name them.
     let ports = Ports::new();
@@ -345,28 +345,6 @@ fn handler_service_answers_as_xray_does() {
     let all: String = xray_said.iter().map(|(_, a)| a.as_str()).collect();
     assert!(all.contains("Added 5 user(s) in total."), "{all}");
     assert!(all.contains("xray.proxy.shadowsocks_2022.Account"), "{all}");
-}
-
-/// An echo server: each connection's bytes back, then its end.
-fn echo_server() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for conn in listener.incoming().take(64) {
-            let Ok(mut conn) = conn else { continue };
-            std::thread::spawn(move || {
-                let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
-                let mut buf = vec![0u8; 64 << 10];
-                while let Ok(n) = conn.read(&mut buf) {
-                    if n == 0 || conn.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-                let _ = conn.shutdown(std::net::Shutdown::Write);
-            });
-        }
-    });
-    port
 }
 
 /// The Skiff client: one tunnel inbound per protocol (VLESS is spoken by the test itself),
@@ -481,7 +459,7 @@ fn users_added_through_the_api_connect_and_removed_ones_are_cut() {
     let dir = TempDir::new("api-users-live");
     let (cert, key) = certificate(dir.path());
     let users = users_file(dir.path(), false);
-    let echo = echo_server();
+    let echo = echo_server(64, Duration::from_secs(30));
     let ports = Ports::new();
     let text = server_config(&ports, echo, &cert, &key, false);
     let (mut server, server_log) = start_skiff(dir.path(), "server", &text, &ports.all());

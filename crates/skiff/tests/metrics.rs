@@ -8,7 +8,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -67,28 +67,6 @@ fn skiff_config(ports: &Ports, echo: u16) -> String {
     let mut v = xray_config(ports, echo);
     v["outbounds"][0]["settings"] = serde_json::json!({});
     v.to_string()
-}
-
-/// An echo server: each connection's bytes back, then its end.
-fn echo_server() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for conn in listener.incoming().take(8) {
-            let Ok(mut conn) = conn else { continue };
-            std::thread::spawn(move || {
-                let _ = conn.set_read_timeout(Some(READ_TIMEOUT));
-                let mut buf = vec![0u8; 64 << 10];
-                while let Ok(n) = conn.read(&mut buf) {
-                    if n == 0 || conn.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-                let _ = conn.shutdown(std::net::Shutdown::Write);
-            });
-        }
-    });
-    port
 }
 
 /// Sends `request` then `payload` and reads back `expect` bytes (or to the end, if sooner).
@@ -204,7 +182,7 @@ fn sample(text: &str, series: &str) -> Option<u64> {
 #[test]
 fn metrics_endpoint_serves_prometheus_text_and_xrays_debug_vars() {
     let dir = TempDir::new("metrics");
-    let echo = echo_server();
+    let echo = echo_server(8, READ_TIMEOUT);
     let ports = Ports::new();
     let (mut proc, log) = start_skiff(
         dir.path(),
@@ -299,7 +277,7 @@ fn debug_vars_stats_match_xrays() {
         return;
     };
     let dir = TempDir::new("metrics-xray");
-    let echo = echo_server();
+    let echo = echo_server(8, READ_TIMEOUT);
     let mut said = Vec::new();
     for implementation in ["xray", "skiff"] {
         let ports = Ports::new();

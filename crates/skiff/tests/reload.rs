@@ -8,13 +8,13 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{
-    READ_TIMEOUT, TempDir, assert_healthy, curl, free_port, noise, start_skiff, vless_request,
-    wait_ports,
+    READ_TIMEOUT, TempDir, assert_healthy, curl, echo_server, free_port, noise, start_skiff,
+    vless_request, wait_ports,
 };
 use sha2::{Digest, Sha256};
 
@@ -86,32 +86,6 @@ fn config(ports: &Ports, users: &[&str], socks: bool, block: Option<u16>) -> Str
             .unwrap_or_default() }
     }))
     .unwrap()
-}
-
-/// An echo server for every connection of the test (bounded: the idle ones, the transfer and
-/// a few probes).
-fn echo_server() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for conn in listener.incoming().take(IDLE + 32) {
-            let Ok(mut conn) = conn else { continue };
-            std::thread::Builder::new()
-                .stack_size(64 << 10)
-                .spawn(move || {
-                    let _ = conn.set_read_timeout(Some(Duration::from_secs(120)));
-                    let mut buf = vec![0u8; 16 << 10];
-                    while let Ok(n) = conn.read(&mut buf) {
-                        if n == 0 || conn.write_all(&buf[..n]).is_err() {
-                            break;
-                        }
-                    }
-                    let _ = conn.shutdown(Shutdown::Write);
-                })
-                .unwrap();
-        }
-    });
-    port
 }
 
 /// A VLESS connection of user `tag` to the echo server that has echoed `hello` back.
@@ -189,7 +163,7 @@ fn grown(ports: &Ports, email: &str, from: u64) -> u64 {
 #[test]
 fn sighup_reloads_users_and_inbounds_and_refuses_a_broken_config() {
     let dir = TempDir::new("reload");
-    let echo = echo_server();
+    let echo = echo_server(IDLE + 32, Duration::from_secs(120));
     let ports = Ports {
         vless: free_port(),
         socks: free_port(),
@@ -276,7 +250,7 @@ fn sighup_reloads_users_and_inbounds_and_refuses_a_broken_config() {
     let after_a = grown(&ports, "a@x", before);
 
     // A second echo server, reachable until reload (b) adds a rule that blocks it.
-    let other_echo = echo_server();
+    let other_echo = echo_server(IDLE + 32, Duration::from_secs(120));
     open(&ports, echo, 0xd, b"d").expect("the first echo, before the rule");
     open(&ports, other_echo, 0xd, b"d").expect("the second echo, before the rule");
 

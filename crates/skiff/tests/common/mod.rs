@@ -555,3 +555,29 @@ pub fn start_peer(
     }
     (proc, out)
 }
+
+/// An echo server on 127.0.0.1 for at most `connections` connections, a thread each: it
+/// echoes until the client half-closes (then half-closes too) or stays silent for `idle`.
+pub fn echo_server(connections: usize, idle: Duration) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().take(connections) {
+            let Ok(mut conn) = conn else { continue };
+            std::thread::Builder::new()
+                .stack_size(256 << 10)
+                .spawn(move || {
+                    let _ = conn.set_read_timeout(Some(idle));
+                    let mut buf = vec![0u8; 64 << 10];
+                    while let Ok(n) = conn.read(&mut buf) {
+                        if n == 0 || conn.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = conn.shutdown(std::net::Shutdown::Write);
+                })
+                .unwrap();
+        }
+    });
+    port
+}
