@@ -156,36 +156,6 @@ fn certificate_pin(cert: &Path) -> String {
         .to_string()
 }
 
-/// `xray api SUBCOMMAND --server=127.0.0.1:PORT ARGS…`: exit status and what it printed,
-/// stdout then stderr, without the CLI's dated warnings. Bounded: the CLI's own call
-/// timeout is 3 s.
-fn api(xray: &Path, port: u16, sub: &str, args: &[&str]) -> (bool, String) {
-    let mut cmd = Command::new(xray);
-    cmd.arg("api")
-        .arg(sub)
-        .arg(format!("--server=127.0.0.1:{port}"))
-        .args(args);
-    let out = run_bounded(cmd, b"", Duration::from_secs(20));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text: Vec<&str> = text.lines().filter(|l| !l.contains("[Warning]")).collect();
-    (out.status.success(), text.join("\n"))
-}
-
-fn wait_api(xray: &Path, port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if api(xray, port, "lsi", &["-isOnlyTags=true"]).0 {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("the API on port {port} never answered");
-}
-
 /// An `lsi` answer sorted by tag (Xray keeps handlers in a map), without what Skiff does not
 /// list: the receivers' stream settings, and the settings of protocols listed by type only
 /// (SOCKS).
@@ -272,10 +242,10 @@ fn ask(
     outbounds: &Path,
     who: &str,
 ) -> Vec<(String, String)> {
-    wait_api(xray, ports.api);
+    wait_xray_api(xray, ports.api, &["lsi", "-isOnlyTags=true"]);
     let mut said = Vec::new();
     let mut q = |name: &str, sub: &str, args: &[&str], shape: fn(&str) -> String| {
-        let (ok, text) = api(xray, ports.api, sub, args);
+        let (ok, text) = xray_api(xray, ports.api, sub, args);
         said.push((name.to_string(), format!("ok={ok}\n{}", shape(&text))));
         (ok, text)
     };
@@ -402,8 +372,8 @@ fn what_skiff_cannot_start_changes_nothing() {
         &text,
         &[ports.api, ports.tun_vless, ports.tun_trojan],
     );
-    wait_api(&xray, ports.api);
-    let listed = |xray: &Path| api(xray, ports.api, "lsi", &["-isOnlyTags=true"]).1;
+    wait_xray_api(&xray, ports.api, &["lsi", "-isOnlyTags=true"]);
+    let listed = |xray: &Path| xray_api(xray, ports.api, "lsi", &["-isOnlyTags=true"]).1;
     let before = listed(&xray);
 
     // Port in use: the second of two ports is taken, so the first must not stay bound.
@@ -467,7 +437,7 @@ fn what_skiff_cannot_start_changes_nothing() {
         (&reality, "REALITY"),
         (&usage, "usage"),
     ] {
-        let (ok, said) = api(&xray, ports.api, "adi", &[file.to_str().unwrap()]);
+        let (ok, said) = xray_api(&xray, ports.api, "adi", &[file.to_str().unwrap()]);
         eprintln!("skiff, adi {}:\n{said}", file.display());
         assert!(!ok, "adi {} succeeded: {said}", file.display());
         assert!(said.contains(naming), "adi {}: {said}", file.display());
@@ -480,7 +450,7 @@ fn what_skiff_cannot_start_changes_nothing() {
     // The same port in use, added for real once it is free: nothing of the refused call
     // stands in the way.
     drop(busy);
-    let (ok, said) = api(&xray, ports.api, "adi", &[in_use.to_str().unwrap()]);
+    let (ok, said) = xray_api(&xray, ports.api, "adi", &[in_use.to_str().unwrap()]);
     assert!(ok, "adi once the port is free: {said}");
     assert!(listening(first) && listening(busy_port));
     // An outbound of a protocol Skiff does not run.
@@ -494,7 +464,7 @@ fn what_skiff_cannot_start_changes_nothing() {
         .to_string(),
     )
     .unwrap();
-    let (ok, said) = api(&xray, ports.api, "ado", &[wg.to_str().unwrap()]);
+    let (ok, said) = xray_api(&xray, ports.api, "ado", &[wg.to_str().unwrap()]);
     eprintln!("skiff, ado wireguard:\n{said}");
     assert!(!ok && said.contains("wireguard"), "ado wireguard: {said}");
     assert_healthy(&mut proc, &log);
@@ -522,9 +492,9 @@ fn what_skiff_cannot_start_changes_nothing() {
         xray_ports.api,
         false,
     );
-    wait_api(&xray, xray_ports.api);
-    let (ok, said) = api(&xray, xray_ports.api, "adi", &[in_use.to_str().unwrap()]);
-    let (_, after) = api(&xray, xray_ports.api, "lsi", &["-isOnlyTags=true"]);
+    wait_xray_api(&xray, xray_ports.api, &["lsi", "-isOnlyTags=true"]);
+    let (ok, said) = xray_api(&xray, xray_ports.api, "adi", &[in_use.to_str().unwrap()]);
+    let (_, after) = xray_api(&xray, xray_ports.api, "lsi", &["-isOnlyTags=true"]);
     eprintln!("xray, adi with a port in use (ok={ok}):\n{said}\nxray lists then:\n{after}");
     drop(busy);
 }

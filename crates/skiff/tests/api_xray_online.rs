@@ -19,7 +19,6 @@ mod common;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::*;
@@ -88,36 +87,6 @@ fn open(source: &str, server: u16, id: &[u8; 16], echo: u16) -> TcpStream {
     conn
 }
 
-/// `xray api SUBCOMMAND --server=127.0.0.1:PORT ARGS…`: exit status and what it printed,
-/// stdout then stderr.
-fn api(xray: &Path, port: u16, sub: &str, args: &[&str]) -> (bool, String) {
-    let out = Command::new(xray)
-        .arg("api")
-        .arg(sub)
-        .arg(format!("--server=127.0.0.1:{port}"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text.trim_end().to_string())
-}
-
-fn wait_api(xray: &Path, port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if api(xray, port, "statssys", &[]).0 {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("the API on port {port} never answered");
-}
-
 fn unix_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -176,7 +145,7 @@ fn normalized(text: &str, run: (i64, i64)) -> String {
 fn ask(xray: &Path, port: u16, moment: &str, run_start: i64) -> Vec<(String, String)> {
     let mut said = Vec::new();
     let mut q = |sub: &str, args: &[&str]| {
-        let (ok, text) = api(xray, port, sub, args);
+        let (ok, text) = xray_api(xray, port, sub, args);
         let run = (run_start, unix_now());
         said.push((
             format!("[{moment}] {sub} {}", args.join(" ")),
@@ -196,7 +165,7 @@ fn ask(xray: &Path, port: u16, moment: &str, run_start: i64) -> Vec<(String, Str
 /// The value `statsonline -email EMAIL` prints, 0 when the CLI prints none (protojson
 /// leaves a zero out) or fails.
 fn online_count(xray: &Path, port: u16, email: &str) -> i64 {
-    let (ok, text) = api(xray, port, "statsonline", &["-email", email]);
+    let (ok, text) = xray_api(xray, port, "statsonline", &["-email", email]);
     if !ok {
         return 0;
     }
@@ -222,7 +191,7 @@ fn wait_count(xray: &Path, port: u16, email: &str, want: i64) {
 
 /// One run against whichever server listens on `vless`/`api`: the moments and their answers.
 fn scenario(xray: &Path, vless: u16, api_port: u16, echo: u16) -> Vec<(String, String)> {
-    wait_api(xray, api_port);
+    wait_xray_api(xray, api_port, &["statssys"]);
     let start = unix_now();
     let mut said = ask(xray, api_port, "before", start);
     let a1 = open("127.0.0.2", vless, &UUID_BYTES, echo);

@@ -18,7 +18,6 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -149,38 +148,6 @@ fn users_file(dir: &Path, vision: bool) -> PathBuf {
     path
 }
 
-/// `xray api SUBCOMMAND --server=127.0.0.1:PORT ARGS…`: exit status and what it printed,
-/// stdout then stderr, without the CLI's own dated warnings (it builds `adu`'s file with
-/// Xray's config code, which warns about deprecated protocols).
-fn api(xray: &Path, port: u16, sub: &str, args: &[&str]) -> (bool, String) {
-    let out = Command::new(xray)
-        .arg("api")
-        .arg(sub)
-        .arg(format!("--server=127.0.0.1:{port}"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text: Vec<&str> = text.lines().filter(|l| !l.contains("[Warning]")).collect();
-    (out.status.success(), text.join("\n"))
-}
-
-fn wait_api(xray: &Path, port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if api(xray, port, "lsi", &["-isOnlyTags=true"]).0 {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("the API on port {port} never answered");
-}
-
 /// The tags of an `lsi`/`lso` answer, sorted (Xray lists them in map order after a removal).
 fn tags(json: &str, key: &str) -> Vec<String> {
     let v: serde_json::Value =
@@ -226,20 +193,20 @@ fn lsi_sorted(json: &str) -> String {
 
 /// Every question of the comparison, in order, with its answer.
 fn ask(xray: &Path, port: u16, users: &Path) -> Vec<(String, String)> {
-    wait_api(xray, port);
+    wait_xray_api(xray, port, &["lsi", "-isOnlyTags=true"]);
     let mut said = Vec::new();
     let file = users.to_str().unwrap();
-    let (ok, text) = api(xray, port, "lsi", &["-isOnlyTags=true"]);
+    let (ok, text) = xray_api(xray, port, "lsi", &["-isOnlyTags=true"]);
     said.push((
         "lsi -isOnlyTags".into(),
         format!("ok={ok}\n{}", lsi_sorted(&text)),
     ));
     // The full listing without the receivers' stream settings (Skiff does not list
     // transports; Xray prints the TLS settings of trojan-in).
-    let (ok, text) = api(xray, port, "lsi", &[]);
+    let (ok, text) = xray_api(xray, port, "lsi", &[]);
     said.push(("lsi".into(), format!("ok={ok}\n{}", lsi_sorted(&text))));
     let mut q = |sub: &str, args: &[&str]| {
-        let (ok, text) = api(xray, port, sub, args);
+        let (ok, text) = xray_api(xray, port, sub, args);
         said.push((
             format!("{sub} {}", args.join(" ")),
             format!("ok={ok}\n{}", users_sorted(&text)),
@@ -277,13 +244,13 @@ fn ask(xray: &Path, port: u16, users: &Path) -> Vec<(String, String)> {
     q("rmi", &["nope"]);
     q("rmo", &["block"]);
     q("rmo", &["nope"]);
-    let (ok, text) = api(xray, port, "lsi", &["-isOnlyTags=true"]);
+    let (ok, text) = xray_api(xray, port, "lsi", &["-isOnlyTags=true"]);
     said.push((
         "lsi after rmi".into(),
         format!("ok={ok}\n{:?}", tags(&text, "inbounds")),
     ));
     // Outbounds by tag and type (Xray also prints each one's settings).
-    let (ok, text) = api(xray, port, "lso", &[]);
+    let (ok, text) = xray_api(xray, port, "lso", &[]);
     let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     let outbounds: Vec<(String, String, String)> = v["outbounds"]
         .as_array()
@@ -443,7 +410,7 @@ fn time_to_close(conn: &mut TcpStream, limit: Duration) -> Option<Duration> {
 
 /// `user>>>EMAIL>>>traffic>>>uplink` and downlink as Skiff counts them.
 fn user_counters(xray: &Path, api_port: u16, email: &str) -> String {
-    let (ok, text) = api(
+    let (ok, text) = xray_api(
         xray,
         api_port,
         "statsquery",
@@ -475,7 +442,7 @@ fn users_added_through_the_api_connect_and_removed_ones_are_cut() {
         &client_text,
         &[client.vmess, client.trojan, client.ss],
     );
-    wait_api(&xray, ports.api);
+    wait_xray_api(&xray, ports.api, &["lsi", "-isOnlyTags=true"]);
 
     // A configured user carries traffic first: its counters must not move below.
     let data = noise(3, 64 << 10);
@@ -513,7 +480,7 @@ fn users_added_through_the_api_connect_and_removed_ones_are_cut() {
             "{tag}: a user not added yet got through"
         );
     }
-    let (ok, said) = api(&xray, ports.api, "adu", &[users.to_str().unwrap()]);
+    let (ok, said) = xray_api(&xray, ports.api, "adu", &[users.to_str().unwrap()]);
     assert!(
         ok && said.contains("Added 5 user(s) in total."),
         "adu: {said}"
@@ -533,7 +500,7 @@ fn users_added_through_the_api_connect_and_removed_ones_are_cut() {
             );
         }
         let asked = Instant::now();
-        let (ok, said) = api(&xray, ports.api, "rmu", &["-tag", tag, email]);
+        let (ok, said) = xray_api(&xray, ports.api, "rmu", &["-tag", tag, email]);
         let answered = asked.elapsed();
         assert!(
             ok && said.contains("Removed 1 user(s) in total."),
@@ -559,7 +526,7 @@ fn users_added_through_the_api_connect_and_removed_ones_are_cut() {
         );
     }
     // Removed users can be added again (str@x was never removed) and connect at once.
-    let (ok, said) = api(&xray, ports.api, "adu", &[users.to_str().unwrap()]);
+    let (ok, said) = xray_api(&xray, ports.api, "adu", &[users.to_str().unwrap()]);
     assert!(
         ok && said.contains("Added 4 user(s) in total."),
         "adu again: {said}"
@@ -574,7 +541,7 @@ fn users_added_through_the_api_connect_and_removed_ones_are_cut() {
     // rmi: the listener goes, a connection it accepted before runs on.
     let tunnel = Via::Tunnel(ports.tunnel);
     let mut open = open_and_echo(tunnel, &data[..1000]).expect("tun-in before rmi");
-    let (ok, said) = api(&xray, ports.api, "rmi", &["tun-in"]);
+    let (ok, said) = xray_api(&xray, ports.api, "rmi", &["tun-in"]);
     assert!(ok, "rmi: {said}");
     let deadline = Instant::now() + Duration::from_secs(1);
     while TcpStream::connect(("127.0.0.1", ports.tunnel)).is_ok() {
@@ -593,7 +560,7 @@ fn users_added_through_the_api_connect_and_removed_ones_are_cut() {
     assert_eq!(user_counters(&xray, ports.api, "a@x"), before);
     // rmo: a connection routed to a removed outbound is closed (Xray: "non existing
     // outTag"), not carried by another one.
-    let (ok, said) = api(&xray, ports.api, "rmo", &["direct"]);
+    let (ok, said) = xray_api(&xray, ports.api, "rmo", &["direct"]);
     assert!(ok, "rmo: {said}");
     let mut conn = TcpStream::connect(("127.0.0.1", ports.vless)).unwrap();
     conn.set_read_timeout(Some(READ_TIMEOUT)).unwrap();

@@ -581,3 +581,33 @@ pub fn echo_server(connections: usize, idle: Duration) -> u16 {
     });
     port
 }
+
+/// Runs `xray api SUB --server=127.0.0.1:PORT ARGS…` (bounded at 20 s); whether it succeeded,
+/// and its stdout and stderr together without the CLI's `[Warning]` lines.
+pub fn xray_api(xray: &Path, port: u16, sub: &str, args: &[&str]) -> (bool, String) {
+    let mut cmd = Command::new(xray);
+    cmd.arg("api")
+        .arg(sub)
+        .arg(format!("--server=127.0.0.1:{port}"))
+        .args(args);
+    let out = run_bounded(cmd, b"", Duration::from_secs(20));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text: Vec<&str> = text.lines().filter(|l| !l.contains("[Warning]")).collect();
+    (out.status.success(), text.join("\n"))
+}
+
+/// Waits (10 s at most) until `xray api PROBE…` succeeds against the API on `port`.
+pub fn wait_xray_api(xray: &Path, port: u16, probe: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if xray_api(xray, port, probe[0], &probe[1..]).0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("the API on port {port} never answered");
+}
