@@ -154,6 +154,7 @@ async fn serve_protocol(
     source: SocketAddr,
     local: SocketAddr,
 ) {
+    let _live = inbound.live.enter();
     let mut meta = Metadata::new(inbound.tag.clone(), source, local);
     meta.level = inbound.level;
     let (stream, layers_done, mut session) = match start {
@@ -196,8 +197,11 @@ async fn serve_protocol(
         },
         _ => None,
     };
-    // The user's online IP (statsUserOnline), held until the connection ends.
+    // The user's online IP (statsUserOnline) and live count, held until the connection ends.
     let _online = online(&shared, &accepted, meta.level, source);
+    let _user_live = accepted_user(&accepted)
+        .filter(|email| !email.is_empty())
+        .map(|email| shared.stats.live().enter_user(email));
     let serve = serve_accepted(&shared, &inbound, meta, accepted, &session, source);
     match removed {
         None => serve.await,

@@ -64,6 +64,8 @@ pub struct InboundHandler {
     /// The users Xray's API may change at run time (VLESS, VMess, Trojan, Shadowsocks 2022
     /// multi-user), with the signals that close a removed user's connections.
     pub users: Option<InboundUsers>,
+    /// Its connections being served now (by tag: a reload's new handler keeps counting).
+    pub live: Arc<skiff_core::live_connections::LiveCount>,
 }
 
 impl InboundHandler {
@@ -229,6 +231,7 @@ impl InboundHandler {
             tcp_tuning: crate::stream_settings::tcp_tuning(&plan.stream),
             sniffing: plan.sniffing.clone(),
             users: InboundUsers::from_plan(&plan.protocol),
+            live: stats.live().inbound(&plan.tag),
         })
     }
 

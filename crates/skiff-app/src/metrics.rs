@@ -56,6 +56,10 @@ pub struct Gauges {
     /// Failed inbound handshakes by reason (`bad_auth`, `replay`, `timeout`, `fallback`,
     /// `rejected`, `other`).
     pub handshake_failures: Vec<(&'static str, u64)>,
+    /// Connections being served now by inbound tag, and by user email (users with none are
+    /// left out).
+    pub inbound_connections: Vec<(Arc<str>, u64)>,
+    pub user_connections: Vec<(Arc<str>, u64)>,
 }
 
 const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -168,6 +172,8 @@ fn gauges(source: &Source) -> Gauges {
         resident_memory_bytes: resident_memory_bytes(),
         open_fds: open_fds(),
         handshake_failures: stats.handshake_failures().read().to_vec(),
+        inbound_connections: stats.live().inbounds(),
+        user_connections: stats.live().users_connected(),
         online_users: stats
             .online()
             .all()
@@ -180,6 +186,30 @@ fn gauges(source: &Source) -> Gauges {
                 (email.to_owned(), map.count() as u64)
             })
             .collect(),
+    }
+}
+
+/// A gauge family with one label, a line per value; the family is left out when empty.
+fn labelled_gauge(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    label: &str,
+    values: &[(Arc<str>, u64)],
+) {
+    if values.is_empty() {
+        return;
+    }
+    family(out, name, "gauge", help);
+    for (value_name, value) in values {
+        out.push_str(name);
+        out.push('{');
+        out.push_str(label);
+        out.push_str("=\"");
+        escape_label(out, value_name);
+        out.push_str("\"} ");
+        push_u64(out, *value);
+        out.push('\n');
     }
 }
 
@@ -298,6 +328,20 @@ pub fn render_prometheus(traffic: &TrafficLines, gauges: &Gauges) -> String {
             "skiff_handshake_failures_total{{reason=\"{reason}\"}} {count}"
         );
     }
+    labelled_gauge(
+        &mut out,
+        "skiff_inbound_connections_open",
+        "Connections being served now by inbound, from accept to close (a gRPC, XHTTP or mux tunnel counts as one; UDP is not counted).",
+        "inbound",
+        &gauges.inbound_connections,
+    );
+    labelled_gauge(
+        &mut out,
+        "skiff_user_connections_open",
+        "Connections being served now by user, from authentication to close; users with none are not listed.",
+        "user",
+        &gauges.user_connections,
+    );
     if !gauges.online_users.is_empty() {
         family(
             &mut out,
@@ -462,6 +506,8 @@ mod tests {
             open_fds: Some(12),
             online_users: vec![("a@x".into(), 2)],
             handshake_failures: vec![("replay", 4), ("other", 0)],
+            inbound_connections: vec![(Arc::from("in"), 2)],
+            user_connections: vec![(Arc::from("a\"b"), 1)],
         }
     }
 
@@ -499,6 +545,9 @@ mod tests {
             "skiff_user_online_ips{name=\"a@x\"} 2",
             "skiff_handshake_failures_total{reason=\"replay\"} 4",
             "skiff_handshake_failures_total{reason=\"other\"} 0",
+            "# TYPE skiff_inbound_connections_open gauge",
+            "skiff_inbound_connections_open{inbound=\"in\"} 2",
+            "skiff_user_connections_open{user=\"a\\\"b\"} 1",
             &format!(
                 "skiff_build_info{{version=\"{}\"}} 1",
                 env!("CARGO_PKG_VERSION")

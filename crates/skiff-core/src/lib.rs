@@ -25,6 +25,7 @@ pub use layer::{ClientLayer, LayerSession, MultiplexServer, ServerLayer, TunnelS
 pub use metadata::Metadata;
 pub use stream::{BoxStream, DirectSwitch, Prefixed, ProxyStream};
 pub mod handshake_failures;
+pub mod live_connections;
 pub mod relay;
 pub mod stats;
 pub mod swap;

@@ -37,6 +37,7 @@ pub struct Stats {
     copied: Arc<Counter>,
     online: OnlineMaps,
     handshake_failures: crate::HandshakeFailures,
+    live: crate::live_connections::LiveConnections,
 }
 
 impl Stats {
@@ -162,6 +163,11 @@ impl Stats {
     /// Inbound handshakes that failed, by why (for the metrics endpoint; not Xray counters).
     pub fn handshake_failures(&self) -> &crate::HandshakeFailures {
         &self.handshake_failures
+    }
+
+    /// Connections being served now, by inbound and by user.
+    pub fn live(&self) -> &crate::live_connections::LiveConnections {
+        &self.live
     }
 }
 

@@ -2,7 +2,8 @@
 //! VLESS user, 64 KiB carried each way through both, then `curl` asks `/metrics` (its byte
 //! counters there and > 0; the text passes `promtool check metrics`, PROMTOOL_BIN or
 //! /usr/bin/promtool from Debian's prometheus package), `/debug/vars` (Xray's expvar shape)
-//! and a path that is not served (404). With Xray (XRAY_BIN, else `../shared/peers/bin/xray`)
+//! and a path that is not served (404); with 3 VLESS connections open, the live connection
+//! gauges of the inbound and the user say 3, then 0 and nothing once they close. With Xray (XRAY_BIN, else `../shared/peers/bin/xray`)
 //! the same config and traffic give `/debug/vars` the same counters under the same keys.
 
 mod common;
@@ -249,10 +250,43 @@ fn metrics_endpoint_serves_prometheus_text_and_xrays_debug_vars() {
     assert_eq!(counted, Some(1), "the rejected probe is counted");
     assert_eq!(get(ports.metrics, "/nothing").0, 404);
     assert_eq!(get(ports.metrics, "/metricsx").0, 404);
+
+    // Live connections by inbound and by user: 3 open VLESS connections (each has echoed,
+    // so each is past its handshake), then none.
+    let inbound_open = "skiff_inbound_connections_open{inbound=\"vless-in\"}";
+    let user_open = format!("skiff_user_connections_open{{user=\"{EMAIL}\"}}");
+    let open: Vec<TcpStream> = (0..3u8)
+        .map(|i| {
+            let mut conn = TcpStream::connect(("127.0.0.1", ports.vless)).unwrap();
+            conn.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+            conn.write_all(&vless_request(&UUID_BYTES, echo, &[i; 10]))
+                .unwrap();
+            let mut back = [0u8; 12];
+            conn.read_exact(&mut back).unwrap();
+            assert_eq!(back[2..], [i; 10], "echo through connection {i}");
+            conn
+        })
+        .collect();
+    let (_, live_text) = get(ports.metrics, "/metrics");
+    assert_eq!(sample(&live_text, inbound_open), Some(3), "{live_text}");
+    assert_eq!(sample(&live_text, &user_open), Some(3), "{live_text}");
+    drop(open);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let closed_text = loop {
+        let (_, text) = get(ports.metrics, "/metrics");
+        if sample(&text, inbound_open) == Some(0) || Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(sample(&closed_text, inbound_open), Some(0), "{closed_text}");
+    // A user with no connection is not listed.
+    assert_eq!(sample(&closed_text, &user_open), None, "{closed_text}");
     assert_healthy(&mut proc, &log);
 
     if let Some(promtool) = promtool() {
         promtool_check(&promtool, &text);
+        promtool_check(&promtool, &live_text);
     }
 }
 
