@@ -12,6 +12,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/transport/internet/tls/config.proto",
         "proto/transport/internet/websocket/config.proto",
         "proto/transport/internet/tcp/config.proto",
+        "proto/transport/internet/httpupgrade/config.proto",
+        "proto/transport/internet/grpc/config.proto",
+        "proto/transport/internet/headers/http.proto",
         "proto/app/router/command/command.proto",
         "proto/app/router/config.proto",
     ];

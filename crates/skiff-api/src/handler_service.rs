@@ -176,8 +176,13 @@ pub trait Handlers: Send + Sync {
     /// unknown tag is no error (Xray).
     fn remove_outbound(&self, tag: &str);
     /// Starts an inbound given as the JSON object of a config's `inbounds` array: it accepts
-    /// connections once this returns. On any error nothing was started.
-    fn add_inbound(&self, inbound: serde_json::Value) -> Result<(), HandlerError>;
+    /// connections once this returns. On any error nothing was started. `receiver`: the
+    /// request's receiver settings, which ListInbounds reports as given (as Xray does).
+    fn add_inbound(
+        &self,
+        inbound: serde_json::Value,
+        receiver: Option<TypedMessage>,
+    ) -> Result<(), HandlerError>;
     /// Adds an outbound given as the JSON object of a config's `outbounds` array.
     fn add_outbound(&self, outbound: serde_json::Value) -> Result<(), HandlerError>;
 }
@@ -303,7 +308,9 @@ impl HandlerService for HandlerApi {
     ) -> Result<Response<AddInboundResponse>, Status> {
         let inbound = request.into_inner().inbound.unwrap_or_default();
         let json = inbound_json(&inbound).map_err(|e| HandlerError::Config(e).status())?;
-        self.handlers.add_inbound(json).map_err(|e| e.status())?;
+        self.handlers
+            .add_inbound(json, inbound.receiver_settings)
+            .map_err(|e| e.status())?;
         Ok(Response::new(AddInboundResponse {}))
     }
 

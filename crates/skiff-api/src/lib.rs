@@ -67,6 +67,19 @@ pub mod proto {
                 pub mod tcp {
                     tonic::include_proto!("xray.transport.internet.tcp");
                 }
+                pub mod httpupgrade {
+                    tonic::include_proto!("xray.transport.internet.httpupgrade");
+                }
+                pub mod grpc {
+                    pub mod encoding {
+                        tonic::include_proto!("xray.transport.internet.grpc.encoding");
+                    }
+                }
+                pub mod headers {
+                    pub mod http {
+                        tonic::include_proto!("xray.transport.internet.headers.http");
+                    }
+                }
             }
         }
     }

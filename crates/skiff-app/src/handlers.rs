@@ -5,25 +5,15 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use std::net::IpAddr;
-
-use skiff_api::handler_service::{
-    Account, ApiUser, HandlerError, Handlers, typed_message, user_to_proto, vmess_security,
-};
+use skiff_api::handler_service::{ApiUser, HandlerError, Handlers};
 use skiff_api::proto::core::{InboundHandlerConfig, OutboundHandlerConfig};
-use skiff_api::proto::net::{IpOrDomain, Network, PortList, PortRange, ip_or_domain};
-use skiff_api::proto::protocol::User;
-use skiff_api::proto::proxy::{
-    DokodemoConfig, Shadowsocks2022MultiUserServerConfig, TrojanServerConfig, VlessInboundConfig,
-    VmessInboundConfig,
-};
-use skiff_api::proto::receiver::ReceiverConfig;
 use skiff_api::proto::serial::TypedMessage;
-use skiff_config::{InboundPlan, InboundProtocol, OutboundPlan, OutboundProtocol, Plan, Source};
+use skiff_config::{InboundPlan, OutboundPlan, OutboundProtocol, Plan, Source};
 use tokio::task::AbortHandle;
 use tracing::info;
 
 use crate::inbound::InboundHandler;
+use crate::inbound_listing::inbound_config;
 use crate::instance::{ListenerContext, start_inbound};
 
 /// One inbound as the API knows it.
@@ -58,7 +48,7 @@ impl Registry {
         handler: Arc<InboundHandler>,
         listeners: Vec<AbortHandle>,
     ) {
-        let config = inbound_config(plan, &handler);
+        let config = inbound_config(plan, &handler, None);
         self.lock_inbounds().push(Registered {
             handler,
             config,
@@ -110,145 +100,6 @@ impl Registry {
             .find(|r| &*r.handler.tag == tag)
             .map(|r| r.handler.clone())
             .ok_or_else(|| HandlerError::NoInbound(tag.to_string()))
-    }
-}
-
-fn ip_or_domain(ip: IpAddr) -> IpOrDomain {
-    IpOrDomain {
-        address: Some(ip_or_domain::Address::Ip(match ip {
-            IpAddr::V4(v4) => v4.octets().to_vec(),
-            IpAddr::V6(v6) => v6.octets().to_vec(),
-        })),
-    }
-}
-
-fn networks(n: &skiff_core::Networks) -> Vec<i32> {
-    let mut list = Vec::new();
-    if n.tcp {
-        list.push(Network::Tcp as i32);
-    }
-    if n.udp {
-        list.push(Network::Udp as i32);
-    }
-    list
-}
-
-/// An inbound as Xray's ListInbounds reports it: where it listens, and its protocol's settings
-/// with the users it started with (for the protocols panels manage; others by type only).
-fn inbound_config(plan: &InboundPlan, handler: &InboundHandler) -> InboundHandlerConfig {
-    let receiver = ReceiverConfig {
-        port_list: Some(PortList {
-            range: plan
-                .ports
-                .iter()
-                .map(|r| PortRange {
-                    from: u32::from(r.first),
-                    to: u32::from(r.last),
-                })
-                .collect(),
-        }),
-        listen: Some(ip_or_domain(plan.listen)),
-        ..ReceiverConfig::default()
-    };
-    let users = || -> Vec<ApiUser> {
-        handler
-            .users
-            .as_ref()
-            .map(|u| u.list(None))
-            .unwrap_or_default()
-    };
-    let protos = |users: Vec<ApiUser>| -> Vec<User> { users.iter().map(user_to_proto).collect() };
-    let proxy = match &plan.protocol {
-        InboundProtocol::Vless(_) => typed_message(
-            "xray.proxy.vless.inbound.Config",
-            &VlessInboundConfig {
-                users: protos(users()),
-                decryption: "none".into(),
-                ..VlessInboundConfig::default()
-            },
-        ),
-        InboundProtocol::Vmess(v) => typed_message(
-            "xray.proxy.vmess.inbound.Config",
-            &VmessInboundConfig {
-                // The config's security, not the one it resolves to (which GetInboundUsers
-                // reports): a user without one says auto.
-                user: users()
-                    .into_iter()
-                    .zip(&v.clients)
-                    .map(|(mut user, client)| {
-                        if let Account::Vmess { security, .. } = &mut user.account {
-                            *security =
-                                vmess_security(client.security.as_deref().unwrap_or("auto"));
-                        }
-                        user_to_proto(&user)
-                    })
-                    .collect(),
-                default: None,
-            },
-        ),
-        InboundProtocol::Trojan(_) => typed_message(
-            "xray.proxy.trojan.ServerConfig",
-            &TrojanServerConfig {
-                users: protos(users()),
-                fallbacks: Vec::new(),
-            },
-        ),
-        InboundProtocol::Shadowsocks(ss) if ss.identity_key.is_some() => typed_message(
-            "xray.proxy.shadowsocks_2022.MultiUserServerConfig",
-            &Shadowsocks2022MultiUserServerConfig {
-                method: ss
-                    .users
-                    .first()
-                    .map(|u| u.method.name())
-                    .unwrap_or_default()
-                    .into(),
-                key: ss
-                    .identity_key
-                    .as_ref()
-                    .map(|k| skiff_transport::base64::encode_std(&k.0))
-                    .unwrap_or_default(),
-                users: protos(users()),
-                network: networks(&ss.network),
-            },
-        ),
-        InboundProtocol::Tunnel(t) => typed_message(
-            "xray.proxy.dokodemo.Config",
-            &DokodemoConfig {
-                rewrite_address: t.address.as_deref().map(|a| match a.parse::<IpAddr>() {
-                    Ok(ip) => ip_or_domain(ip),
-                    Err(_) => IpOrDomain {
-                        address: Some(ip_or_domain::Address::Domain(a.to_string())),
-                    },
-                }),
-                rewrite_port: u32::from(t.port),
-                follow_redirect: t.follow_redirect,
-                user_level: t.user_level,
-                allowed_networks: networks(&t.network),
-                ..DokodemoConfig::default()
-            },
-        ),
-        other => typed_message(inbound_config_type(other), &()),
-    };
-    InboundHandlerConfig {
-        tag: plan.tag.clone(),
-        receiver_settings: Some(typed_message("xray.app.proxyman.ReceiverConfig", &receiver)),
-        proxy_settings: Some(proxy),
-    }
-}
-
-/// Xray's config message of the inbound protocols listed by type only.
-fn inbound_config_type(protocol: &InboundProtocol) -> &'static str {
-    match protocol {
-        InboundProtocol::Socks(_) => "xray.proxy.socks.ServerConfig",
-        InboundProtocol::Http(_) => "xray.proxy.http.ServerConfig",
-        InboundProtocol::Shadowsocks(_) => "xray.proxy.shadowsocks.ServerConfig",
-        InboundProtocol::Vless(_) => "xray.proxy.vless.inbound.Config",
-        InboundProtocol::Vmess(_) => "xray.proxy.vmess.inbound.Config",
-        InboundProtocol::Trojan(_) => "xray.proxy.trojan.ServerConfig",
-        InboundProtocol::Tunnel(_) => "xray.proxy.dokodemo.Config",
-        // Skiff's own protocols have no Xray message.
-        InboundProtocol::Kcptun(_) => "skiff.proxy.kcptun.Config",
-        InboundProtocol::Udpspeeder(_) => "skiff.proxy.udpspeeder.Config",
     }
 }
 
@@ -340,7 +191,11 @@ impl Handlers for Registry {
         }
     }
 
-    fn add_inbound(&self, inbound: serde_json::Value) -> Result<(), HandlerError> {
+    fn add_inbound(
+        &self,
+        inbound: serde_json::Value,
+        receiver: Option<TypedMessage>,
+    ) -> Result<(), HandlerError> {
         let plan = built("inbounds", inbound)?
             .inbounds
             .pop()
@@ -360,7 +215,7 @@ impl Handlers for Registry {
         for l in &bound {
             info!(inbound = %l.tag, protocol = l.protocol, "API: inbound added, listening on {}/{}", l.address, l.network);
         }
-        let config = inbound_config(&plan, &handler);
+        let config = inbound_config(&plan, &handler, receiver);
         inbounds.push(Registered {
             handler,
             config,

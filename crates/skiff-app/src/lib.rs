@@ -7,6 +7,7 @@ mod dispatch;
 mod fallback;
 mod handlers;
 mod inbound;
+mod inbound_listing;
 mod kcp_params;
 mod memory;
 pub mod metrics;

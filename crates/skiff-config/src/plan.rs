@@ -263,6 +263,23 @@ pub struct StreamPlan {
     /// None: the system's default, and Reno for loopback peers (see skiff_core::tcp_tuning).
     /// The other socket options are not modelled yet.
     pub tcp_congestion: Option<String>,
+    /// Which keys the config wrote, where a default and an absent key look alike in the
+    /// values above.
+    pub written: StreamWritten,
+}
+
+/// What `streamSettings` wrote beyond its values: Xray's ListInbounds (and so Skiff's)
+/// reports a handler's stream settings as written, e.g. no `streamSettings` at all, or a
+/// `rawSettings` object holding only defaults.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamWritten {
+    /// `streamSettings` itself.
+    pub stream_settings: bool,
+    /// The settings object of the transport in use (`rawSettings`/`tcpSettings`,
+    /// `wsSettings`, `httpupgradeSettings`, `grpcSettings`, …).
+    pub transport_settings: bool,
+    /// `header` inside `rawSettings`/`tcpSettings` (`type: "none"` included).
+    pub raw_header: bool,
 }
 
 impl StreamPlan {
@@ -630,11 +647,14 @@ pub struct TlsPlan {
     pub fingerprint: Option<String>,
 }
 
-/// One certificate chain and its private key, PEM text (files are read at load time).
+/// One certificate chain and its private key, PEM text (files are read at load time), with
+/// the files' names as written (ListInbounds reports them beside the contents, as Xray does).
 #[derive(Clone, PartialEq, Eq)]
 pub struct CertificatePlan {
     pub certificate_pem: String,
     pub key_pem: String,
+    pub certificate_file: Option<String>,
+    pub key_file: Option<String>,
 }
 
 /// Never prints key material.
@@ -646,6 +666,8 @@ impl std::fmt::Debug for CertificatePlan {
                 &format_args!("<{} bytes>", self.certificate_pem.len()),
             )
             .field("key_pem", &format_args!("<redacted>"))
+            .field("certificate_file", &self.certificate_file)
+            .field("key_file", &self.key_file)
             .finish()
     }
 }

@@ -156,26 +156,14 @@ fn certificate_pin(cert: &Path) -> String {
         .to_string()
 }
 
-/// An `lsi` answer sorted by tag (Xray keeps handlers in a map), without what Skiff does not
-/// list: the receivers' stream settings, and the settings of protocols listed by type only
-/// (SOCKS).
+/// An `lsi` answer sorted by tag (Xray keeps handlers in a map: its order changes from run
+/// to run), pretty-printed.
 fn lsi_sorted(json: &str) -> String {
     let Ok(mut v) = serde_json::from_str::<serde_json::Value>(json) else {
         return json.to_string();
     };
     if let Some(inbounds) = v["inbounds"].as_array_mut() {
         inbounds.sort_by_key(|i| i["tag"].as_str().unwrap_or_default().to_string());
-        for inbound in inbounds {
-            if let Some(receiver) = inbound["receiverSettings"].as_object_mut() {
-                receiver.remove("streamSettings");
-            }
-            if let Some(proxy) = inbound["proxySettings"].as_object_mut() {
-                let kind = proxy.get("_TypedMessage_").cloned();
-                if kind.as_ref().and_then(|k| k.as_str()) == Some("xray.proxy.socks.ServerConfig") {
-                    proxy.retain(|k, _| k == "_TypedMessage_");
-                }
-            }
-        }
     }
     serde_json::to_string_pretty(&v).unwrap()
 }

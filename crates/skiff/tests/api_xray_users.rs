@@ -176,17 +176,12 @@ fn users_sorted(text: &str) -> String {
 }
 
 /// An `lsi` answer sorted by tag (Xray keeps its handlers in a map: its order changes from
-/// run to run) without `receiverSettings.streamSettings`, pretty-printed.
+/// run to run), pretty-printed.
 fn lsi_sorted(json: &str) -> String {
     let mut v: serde_json::Value =
         serde_json::from_str(json).unwrap_or_else(|e| panic!("lsi: not JSON ({e}): {json}"));
     if let Some(inbounds) = v["inbounds"].as_array_mut() {
         inbounds.sort_by_key(|i| i["tag"].as_str().unwrap_or_default().to_string());
-        for inbound in inbounds {
-            if let Some(receiver) = inbound["receiverSettings"].as_object_mut() {
-                receiver.remove("streamSettings");
-            }
-        }
     }
     serde_json::to_string_pretty(&v).unwrap()
 }
@@ -201,8 +196,7 @@ fn ask(xray: &Path, port: u16, users: &Path) -> Vec<(String, String)> {
         "lsi -isOnlyTags".into(),
         format!("ok={ok}\n{}", lsi_sorted(&text)),
     ));
-    // The full listing without the receivers' stream settings (Skiff does not list
-    // transports; Xray prints the TLS settings of trojan-in).
+    // The full listing, the TLS settings of trojan-in included.
     let (ok, text) = xray_api(xray, port, "lsi", &[]);
     said.push(("lsi".into(), format!("ok={ok}\n{}", lsi_sorted(&text))));
     let mut q = |sub: &str, args: &[&str]| {

@@ -9,7 +9,7 @@ use crate::decode::decode;
 use crate::diag::Diagnostic;
 use crate::plan::{
     HttpHeaderPlan, HttpRequestPlan, HttpResponsePlan, HttpUpgradePlan, StreamNetwork, StreamPlan,
-    StreamSecurity, WsPlan,
+    StreamSecurity, StreamWritten, WsPlan,
 };
 use crate::raw::bounds::{
     RawHeader, RawHttpRequest, RawHttpResponse, RawHttpUpgradeSettings, RawKcpSettings, RawStream,
@@ -201,10 +201,26 @@ pub fn build_stream(
             }
         }
     }
+    let given = |v: &Option<Value>| v.as_ref().is_some_and(|v| !v.is_null());
+    let raw_settings = raw.raw_settings.as_ref().or(raw.tcp_settings.as_ref());
+    let transport_settings = match &network {
+        StreamNetwork::Tcp | StreamNetwork::HttpHeader(_) => raw_settings.is_some(),
+        StreamNetwork::Ws(_) => given(&raw.ws_settings),
+        StreamNetwork::HttpUpgrade(_) => given(&raw.httpupgrade_settings),
+        StreamNetwork::Grpc(_) => given(&raw.grpc_settings),
+        StreamNetwork::Xhttp(_) => given(&raw.xhttp_settings) || given(&raw.splithttp_settings),
+        StreamNetwork::Mkcp(_) => given(&raw.kcp_settings),
+        StreamNetwork::Kcptun(_) => given(&raw.kcptun_settings),
+    };
     StreamPlan {
         network,
         security,
         tcp_congestion,
+        written: StreamWritten {
+            stream_settings: true,
+            transport_settings,
+            raw_header: raw_settings.is_some_and(|s| s.header.is_some()),
+        },
     }
 }
 

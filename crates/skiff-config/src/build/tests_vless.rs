@@ -712,10 +712,12 @@ fn tls_settings_inline_and_options() {
     assert!(tls.reject_unknown_sni && !tls.allow_insecure);
     assert_eq!(tls.certificates.len(), 2);
     assert!(tls.certificates[0].key_pem.contains("SECRETKEYMATERIAL"));
+    // Lines joined as Xray joins them (ListInbounds reports these bytes).
     assert_eq!(
         tls.certificates[1].certificate_pem,
-        "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"
+        "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----"
     );
+    assert_eq!(tls.certificates[1].certificate_file, None);
 
     // Outbound: pinned digests as a comma-separated string or an array, with or without `:`.
     let digest = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";

@@ -270,9 +270,12 @@ fn certificate(
     if error_count(diags) > before {
         return None;
     }
+    let file = |f: &Option<String>| f.clone().filter(|p| !p.trim().is_empty());
     Some(CertificatePlan {
         certificate_pem: certificate_pem?,
         key_pem: key_pem?,
+        certificate_file: file(&raw.certificate_file),
+        key_file: file(&raw.key_file),
     })
 }
 
@@ -331,8 +334,13 @@ fn pem(
             }
             Some(Value::String(s)) => (s.clone(), at),
             Some(Value::Array(lines)) => {
+                // Joined as Xray joins them (no newline after the last), so that the PEM
+                // ListInbounds reports is byte for byte Xray's.
                 let mut text = String::new();
                 for (i, line) in lines.iter().enumerate() {
+                    if i > 0 {
+                        text.push('\n');
+                    }
                     let Some(line) = line.as_str() else {
                         diags.push(
                             at.index(i)
@@ -341,7 +349,6 @@ fn pem(
                         return None;
                     };
                     text.push_str(line);
-                    text.push('\n');
                 }
                 (text, at)
             }
