@@ -15,6 +15,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/transport/internet/httpupgrade/config.proto",
         "proto/transport/internet/grpc/config.proto",
         "proto/transport/internet/headers/http.proto",
+        "proto/transport/internet/reality/config.proto",
         "proto/app/router/command/command.proto",
         "proto/app/router/config.proto",
     ];

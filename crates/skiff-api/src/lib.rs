@@ -75,6 +75,9 @@ pub mod proto {
                         tonic::include_proto!("xray.transport.internet.grpc.encoding");
                     }
                 }
+                pub mod reality {
+                    tonic::include_proto!("xray.transport.internet.reality");
+                }
                 pub mod headers {
                     pub mod http {
                         tonic::include_proto!("xray.transport.internet.headers.http");

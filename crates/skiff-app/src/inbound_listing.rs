@@ -4,8 +4,9 @@
 //! messages from Skiff's plan, so that the CLI prints the same JSON for the same config.
 //!
 //! Not listed (each is a difference from Xray, named in the README's API section): the
-//! settings of transports other than the one in use, xhttp's, mKCP's and REALITY's settings
-//! (their protocol name and security type are), and sniffing's excluded domains and IPs.
+//! settings of transports other than the one in use, xhttp's and mKCP's settings (their
+//! protocol name is), and sniffing's excluded domains and IPs. The raw transport's HTTP
+//! header lists the defaults Skiff filled in where Xray leaves unwritten ones out.
 
 use std::net::IpAddr;
 
@@ -22,11 +23,12 @@ use skiff_api::proto::receiver::{ReceiverConfig, SniffingConfig};
 use skiff_api::proto::serial::TypedMessage;
 use skiff_api::proto::stream::headers::http as http_header;
 use skiff_api::proto::stream::{
-    StreamConfig, TransportConfig, grpc, httpupgrade, tcp, tls, websocket,
+    StreamConfig, TransportConfig, grpc, httpupgrade, reality, tcp, tls, websocket,
 };
 use skiff_config::{
-    FallbackDest, FallbackPlan, HttpHeaderPlan, InboundPlan, InboundProtocol, ShadowsocksInbound,
-    SniffProtocol, SniffingPlan, StreamNetwork, StreamPlan, StreamSecurity, TlsPlan,
+    FallbackDest, FallbackPlan, HttpHeaderPlan, InboundPlan, InboundProtocol, RealityPlan,
+    RealityTarget, ShadowsocksInbound, SniffProtocol, SniffingPlan, StreamNetwork, StreamPlan,
+    StreamSecurity, TlsPlan,
 };
 
 use crate::inbound::InboundHandler;
@@ -208,14 +210,11 @@ fn stream_config(stream: &StreamPlan) -> StreamConfig {
             let name = "xray.transport.internet.tls.Config";
             (name.to_string(), vec![typed_message(name, &tls_config(t))])
         }
-        StreamSecurity::Reality(_) => {
+        StreamSecurity::Reality(r) => {
             let name = "xray.transport.internet.reality.Config";
             (
                 name.to_string(),
-                vec![TypedMessage {
-                    r#type: name.into(),
-                    value: Vec::new(),
-                }],
+                vec![typed_message(name, &reality_config(r))],
             )
         }
     };
@@ -344,26 +343,76 @@ fn tls_config(t: &TlsPlan) -> tls::Config {
     }
 }
 
+/// An inbound's `realitySettings` as Xray's loader builds it (the target's forms as a
+/// fallback's, both rate limits always present).
+fn reality_config(r: &RealityPlan) -> reality::Config {
+    let Some(server) = &r.server else {
+        return reality::Config {
+            show: r.show,
+            ..reality::Config::default()
+        };
+    };
+    let (kind, dest) = match &server.target {
+        RealityTarget::Tcp { host, port } => ("tcp", host_port(host, *port)),
+        RealityTarget::Unix(path) => ("unix", unix_dest(path)),
+    };
+    let limit = |l: &skiff_config::RealityLimitPlan| reality::LimitFallback {
+        after_bytes: l.after_bytes,
+        bytes_per_sec: l.bytes_per_sec,
+        burst_bytes_per_sec: l.burst_bytes_per_sec,
+    };
+    reality::Config {
+        show: r.show,
+        dest,
+        r#type: kind.into(),
+        xver: u64::from(server.xver),
+        server_names: server.server_names.clone(),
+        private_key: server.private_key.to_vec(),
+        min_client_ver: server.min_client_ver.to_vec(),
+        max_client_ver: server
+            .max_client_ver
+            .map(|v| v.to_vec())
+            .unwrap_or_default(),
+        max_time_diff: server.max_time_diff_ms,
+        short_ids: server.short_ids.iter().map(|id| id.to_vec()).collect(),
+        limit_fallback_upload: Some(limit(&server.limit_fallback_upload)),
+        limit_fallback_download: Some(limit(&server.limit_fallback_download)),
+        ..reality::Config::default()
+    }
+}
+
+/// `host:port` as Go joins them (an IPv6 host in brackets).
+fn host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+/// A unix socket destination as Xray stores it: "@@name" is the name without its first "@",
+/// padded with zero bytes to the length of sockaddr_un's path (for HAProxy).
+fn unix_dest(name: &str) -> String {
+    match name.strip_prefix('@') {
+        Some(rest) if rest.starts_with('@') => {
+            let mut padded = rest.to_string();
+            while padded.len() < 108 {
+                padded.push('\0');
+            }
+            padded
+        }
+        _ => name.to_string(),
+    }
+}
+
 /// A fallback as Xray's loader stores it: a bare port becomes `localhost:PORT`, and the type
 /// is derived from the destination.
 fn fallback(f: &FallbackPlan) -> Fallback {
     let (kind, dest) = match &f.dest {
         FallbackDest::Port(port) => ("tcp", format!("localhost:{port}")),
-        FallbackDest::Addr(host, port) if host.contains(':') => ("tcp", format!("[{host}]:{port}")),
-        FallbackDest::Addr(host, port) => ("tcp", format!("{host}:{port}")),
+        FallbackDest::Addr(host, port) => ("tcp", host_port(host, *port)),
         FallbackDest::Unix(path) => ("unix", path.display().to_string()),
-        FallbackDest::AbstractUnix(name) => match name.strip_prefix('@') {
-            // "@@name": Xray pads the name (without its first "@") with zero bytes to the
-            // length of sockaddr_un's path.
-            Some(rest) if rest.starts_with('@') => {
-                let mut padded = rest.to_string();
-                while padded.len() < 108 {
-                    padded.push('\0');
-                }
-                ("unix", padded)
-            }
-            _ => ("unix", name.clone()),
-        },
+        FallbackDest::AbstractUnix(name) => ("unix", unix_dest(name)),
     };
     Fallback {
         name: f.name.clone().unwrap_or_default(),

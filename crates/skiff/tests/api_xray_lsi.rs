@@ -4,8 +4,8 @@
 //! Skiff lists (raw with and without `rawSettings` and its `header`, the HTTP header,
 //! WebSocket and HTTPUpgrade with early data in the path, gRPC), TLS with certificate files
 //! and inline, sniffing, VLESS and Trojan fallbacks, SOCKS, HTTP, Shadowsocks AEAD-2017
-//! single and multi-user, 2022 single-user, a tunnel with followRedirect, and an inbound
-//! without `streamSettings`.
+//! single and multi-user, 2022 single-user, a tunnel with followRedirect, REALITY, and an
+//! inbound without `streamSettings`.
 
 mod common;
 
@@ -121,6 +121,15 @@ fn config(port: u16, api: u16, cert: &Path, key: &Path) -> String {
                     { "alpn": "h2", "dest": "/run/skiff-test.sock" }] },
             "streamSettings": { "network": "tcp", "security": "tls", "tlsSettings": tls_files } }),
     ];
+    inbounds.push(vless(
+        "reality",
+        19,
+        Some(json!({ "network": "tcp", "security": "reality", "realitySettings": {
+            "target": "example.com:443", "xver": 1, "serverNames": ["example.com", "www.example.com"],
+            "privateKey": "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA",
+            "shortIds": ["", "0123abcd"], "maxTimeDiff": 60000,
+            "limitFallbackUpload": { "afterBytes": 1024 } } })),
+    ));
     let mut with_fallbacks = vless("vless-fallbacks", 18, Some(json!({ "network": "tcp" })));
     with_fallbacks["settings"]["fallbacks"] =
         json!([{ "dest": "80" }, { "name": "a.example", "dest": "[::1]:81" }]);
@@ -155,14 +164,14 @@ fn list_inbounds_prints_what_xray_prints() {
     let Some(xray) = xray() else { return };
     let dir = TempDir::new("api-lsi");
     let (cert, key) = certificate(dir.path());
-    // 19 consecutive free ports for the inbounds (the answers name them, so both runs use
+    // 20 consecutive free ports for the inbounds (the answers name them, so both runs use
     // the same), then the API's.
     let first = (0..50)
         .map(|_| free_port())
         .find(|&p| {
-            p < 65000 && (p..p + 19).all(|q| std::net::TcpListener::bind(("127.0.0.1", q)).is_ok())
+            p < 65000 && (p..p + 20).all(|q| std::net::TcpListener::bind(("127.0.0.1", q)).is_ok())
         })
-        .expect("no 19 free consecutive ports");
+        .expect("no 20 free consecutive ports");
     let api = free_port();
     let text = config(first, api, &cert, &key);
     let xray_said = {
@@ -188,6 +197,8 @@ fn list_inbounds_prints_what_xray_prints() {
         "\"receiveOriginalDestination\": true",
         "\"udpEnabled\": true",
         "xray.proxy.shadowsocks_2022.ServerConfig",
+        "xray.transport.internet.reality.Config",
+        "\"shortIds\"",
     ] {
         assert!(
             xray_said.contains(needle),
