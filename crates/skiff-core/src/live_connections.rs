@@ -63,10 +63,13 @@ fn entry(table: &Table, name: &str) -> Arc<LiveCount> {
     count
 }
 
-fn read(table: &Table) -> Vec<(Arc<str>, u64)> {
+/// The counts `keep` accepts, sorted by name.
+fn read(table: &Table, keep: impl Fn(u64) -> bool) -> Vec<(Arc<str>, u64)> {
     let mut all: Vec<(Arc<str>, u64)> = lock(table)
         .iter()
-        .map(|(name, count)| (name.clone(), count.get()))
+        .map(|(name, count)| (name, count.get()))
+        .filter(|(_, n)| keep(*n))
+        .map(|(name, n)| (name.clone(), n))
         .collect();
     all.sort_unstable();
     all
@@ -85,15 +88,13 @@ impl LiveConnections {
 
     /// Every inbound's count, by tag.
     pub fn inbounds(&self) -> Vec<(Arc<str>, u64)> {
-        read(&self.inbounds)
+        read(&self.inbounds, |_| true)
     }
 
     /// The users with connections now, by email (a user with none is left out, so that a
     /// scrape of a server with many users stays short).
     pub fn users_connected(&self) -> Vec<(Arc<str>, u64)> {
-        let mut users = read(&self.users);
-        users.retain(|(_, n)| *n > 0);
-        users
+        read(&self.users, |n| n > 0)
     }
 }
 
