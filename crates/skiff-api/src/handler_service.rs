@@ -26,7 +26,9 @@ use crate::proto::handler::{
     RemoveOutboundResponse, RemoveUserOperation,
 };
 use crate::proto::protocol::{SecurityConfig, SecurityType, User};
-use crate::proto::proxy::{Shadowsocks2022Account, TrojanAccount, VlessAccount, VmessAccount};
+use crate::proto::proxy::{
+    Shadowsocks2022Account, ShadowsocksAccount, TrojanAccount, VlessAccount, VmessAccount,
+};
 use crate::proto::serial::TypedMessage;
 
 /// Xray's type names of the messages this service reads and writes inside `TypedMessage`s.
@@ -37,6 +39,7 @@ pub mod type_name {
     pub const VMESS: &str = "xray.proxy.vmess.Account";
     pub const TROJAN: &str = "xray.proxy.trojan.Account";
     pub const SHADOWSOCKS_2022: &str = "xray.proxy.shadowsocks_2022.Account";
+    pub const SHADOWSOCKS: &str = "xray.proxy.shadowsocks.Account";
 }
 
 /// A user's account, protocol by protocol, as Xray's account messages carry it.
@@ -61,6 +64,12 @@ pub enum Account {
     Shadowsocks2022 {
         key: String,
     },
+    /// An AEAD-2017 user: its password and Xray's cipher enum (5 aes-128-gcm, 6 aes-256-gcm,
+    /// 7 chacha20-poly1305, 8 xchacha20-poly1305).
+    Shadowsocks {
+        password: String,
+        cipher_type: i32,
+    },
 }
 
 /// Never prints secrets.
@@ -71,6 +80,7 @@ impl std::fmt::Debug for Account {
             Account::Vmess { .. } => "Account::Vmess",
             Account::Trojan { .. } => "Account::Trojan",
             Account::Shadowsocks2022 { .. } => "Account::Shadowsocks2022",
+            Account::Shadowsocks { .. } => "Account::Shadowsocks",
         })
     }
 }
@@ -237,6 +247,18 @@ pub fn user_to_proto(user: &ApiUser) -> User {
             type_name::SHADOWSOCKS_2022,
             Shadowsocks2022Account { key: key.clone() }.encode_to_vec(),
         ),
+        Account::Shadowsocks {
+            password,
+            cipher_type,
+        } => (
+            type_name::SHADOWSOCKS,
+            ShadowsocksAccount {
+                password: password.clone(),
+                cipher_type: *cipher_type,
+                iv_check: false,
+            }
+            .encode_to_vec(),
+        ),
     };
     User {
         level: user.level,
@@ -280,6 +302,13 @@ pub fn user_from_proto(user: &User) -> Result<ApiUser, HandlerError> {
         type_name::SHADOWSOCKS_2022 => {
             let a = Shadowsocks2022Account::decode(bytes).map_err(decode_error)?;
             Account::Shadowsocks2022 { key: a.key }
+        }
+        type_name::SHADOWSOCKS => {
+            let a = ShadowsocksAccount::decode(bytes).map_err(decode_error)?;
+            Account::Shadowsocks {
+                password: a.password,
+                cipher_type: a.cipher_type,
+            }
         }
         other => return Err(invalid(format!("unsupported account type {other}"))),
     };

@@ -16,8 +16,8 @@ use skiff_api::proto::net::{IpOrDomain, Network, PortList, PortRange, ip_or_doma
 use skiff_api::proto::protocol::User;
 use skiff_api::proto::proxy::{
     DokodemoConfig, Fallback, HttpServerConfig, Shadowsocks2022MultiUserServerConfig,
-    Shadowsocks2022ServerConfig, ShadowsocksAccount, ShadowsocksServerConfig, SocksServerConfig,
-    TrojanServerConfig, VlessInboundConfig, VmessInboundConfig,
+    Shadowsocks2022ServerConfig, ShadowsocksServerConfig, SocksServerConfig, TrojanServerConfig,
+    VlessInboundConfig, VmessInboundConfig,
 };
 use skiff_api::proto::receiver::{ReceiverConfig, SniffingConfig};
 use skiff_api::proto::serial::TypedMessage;
@@ -424,17 +424,6 @@ fn fallback(f: &FallbackPlan) -> Fallback {
     }
 }
 
-/// Xray's cipher enum of an AEAD-2017 method (xray.proxy.shadowsocks.CipherType).
-fn cipher_type(name: &str) -> i32 {
-    match name {
-        "aes-128-gcm" => 5,
-        "aes-256-gcm" => 6,
-        "chacha20-ietf-poly1305" => 7,
-        "xchacha20-ietf-poly1305" => 8,
-        _ => 0,
-    }
-}
-
 fn shadowsocks_settings(ss: &ShadowsocksInbound, users: Vec<ApiUser>) -> TypedMessage {
     let method = ss
         .users
@@ -468,22 +457,7 @@ fn shadowsocks_settings(ss: &ShadowsocksInbound, users: Vec<ApiUser>) -> TypedMe
     typed_message(
         "xray.proxy.shadowsocks.ServerConfig",
         &ShadowsocksServerConfig {
-            users: ss
-                .users
-                .iter()
-                .map(|u| User {
-                    level: u.level,
-                    email: u.email.clone().unwrap_or_default(),
-                    account: Some(typed_message(
-                        "xray.proxy.shadowsocks.Account",
-                        &ShadowsocksAccount {
-                            password: u.password.0.clone(),
-                            cipher_type: cipher_type(u.method.name()),
-                            iv_check: false,
-                        },
-                    )),
-                })
-                .collect(),
+            users: users.iter().map(user_to_proto).collect(),
             network: networks(&ss.network),
         },
     )

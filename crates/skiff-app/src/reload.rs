@@ -403,6 +403,10 @@ fn listener_fingerprint(plan: &InboundPlan) -> u64 {
             methods.dedup();
             ss.users.clear();
         }
+        // AEAD-2017: users of any 2017 method come and go in place.
+        InboundProtocol::Shadowsocks(ss) if !ss.users.iter().any(|u| u.method.is_2022()) => {
+            ss.users.clear();
+        }
         _ => {}
     }
     let mut hash = FingerprintWriter(DefaultHasher::new());

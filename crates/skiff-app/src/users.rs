@@ -1,5 +1,5 @@
 //! The users of an inbound whose protocol takes users at run time (VLESS, VMess, Trojan,
-//! Shadowsocks 2022 multi-user), as Xray's API changes them: the list the API answers with,
+//! Shadowsocks AEAD-2017 and 2022 multi-user), as Xray's API changes them: the list the API answers with,
 //! the protocol server's table (changed in place, see each server's `add_user`), and per
 //! user a signal that closes that user's open connections when it is removed.
 //!
@@ -33,6 +33,30 @@ fn uuid_text(id: &[u8; 16]) -> String {
         &h[16..20],
         &h[20..]
     )
+}
+
+/// Xray's cipher enum (xray.proxy.shadowsocks.CipherType) of an AEAD-2017 method.
+pub fn cipher_type(method: skiff_proto::shadowsocks::Method) -> i32 {
+    use skiff_proto::shadowsocks::Method;
+    match method {
+        Method::Aes128Gcm => 5,
+        Method::Aes256Gcm => 6,
+        Method::ChaCha20Poly1305 => 7,
+        Method::XChaCha20Poly1305 => 8,
+        _ => 0,
+    }
+}
+
+/// The AEAD-2017 method of Xray's cipher enum.
+fn method_of(cipher_type: i32) -> Option<skiff_proto::shadowsocks::Method> {
+    use skiff_proto::shadowsocks::Method;
+    Some(match cipher_type {
+        5 => Method::Aes128Gcm,
+        6 => Method::Aes256Gcm,
+        7 => Method::ChaCha20Poly1305,
+        8 => Method::XChaCha20Poly1305,
+        _ => return None,
+    })
 }
 
 /// The VMess security Xray reports for a user's configured one: "auto" (the default) is
@@ -125,6 +149,21 @@ impl InboundUsers {
                         // As the config wrote it, as Xray reports it.
                         account: Account::Shadowsocks2022 {
                             key: u.password.0.clone(),
+                        },
+                    })
+                    .collect(),
+            ),
+            // AEAD-2017 (one user or several): Xray's server manages its users too.
+            InboundProtocol::Shadowsocks(ss) if !ss.users.iter().any(|u| u.method.is_2022()) => (
+                "proxy/shadowsocks",
+                ss.users
+                    .iter()
+                    .map(|u| ApiUser {
+                        email: u.email.clone().unwrap_or_default(),
+                        level: u.level,
+                        account: Account::Shadowsocks {
+                            password: u.password.0.clone(),
+                            cipher_type: cipher_type(u.method),
                         },
                     })
                     .collect(),
@@ -227,6 +266,32 @@ impl InboundUsers {
                     Err(e) => return Err(invalid(e.to_string())),
                 }
             }
+            (
+                InboundKind::Shadowsocks(server),
+                Account::Shadowsocks {
+                    password,
+                    cipher_type: kind,
+                },
+            ) => {
+                let method = method_of(*kind)
+                    .ok_or_else(|| invalid(format!("unsupported cipher type {kind}")))?;
+                if password.is_empty() {
+                    return Err(invalid("Shadowsocks password is not specified.".into()));
+                }
+                let added = server.add_user_2017(skiff_proto::shadowsocks::server::ServerUser {
+                    method,
+                    key: skiff_crypto::kdf::evp_bytes_to_key(password.as_bytes(), method.key_len()),
+                    email,
+                    level: user.level,
+                });
+                match added {
+                    Ok(()) => Ok(()),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        Err(UserChangeError::Exists)
+                    }
+                    Err(e) => return Err(invalid(e.to_string())),
+                }
+            }
             (_, account) => {
                 return Err(invalid(format!(
                     "{account:?} does not fit a {} inbound",
@@ -258,7 +323,12 @@ impl InboundUsers {
         let mut state = self.state();
         let not_found = || HandlerError::UserNotFound {
             protocol: self.protocol,
-            email: email.to_string(),
+            // Xray's AEAD-2017 validator names the email lower-cased.
+            email: if self.protocol == "proxy/shadowsocks" {
+                email.to_ascii_lowercase()
+            } else {
+                email.to_string()
+            },
         };
         let Some(signal) = state.signals.remove(email_key(email).as_ref()) else {
             return Err(not_found());

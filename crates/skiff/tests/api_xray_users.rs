@@ -2,13 +2,13 @@
 //! `../shared/peers/bin/xray`).
 //!
 //! * `handler_service_answers_as_xray_does`: Skiff and Xray run the same config (VLESS,
-//!   VMess, Trojan and Shadowsocks 2022 multi-user inbounds, a tunnel) and are asked the same
+//!   VMess, Trojan, Shadowsocks AEAD-2017 and 2022 multi-user inbounds, a tunnel) and are asked the same
 //!   `lsi -isOnlyTags`, `inbounduser`, `inboundusercount`, `adu` (twice: the second time
 //!   every user exists), `rmu` (known, unknown), `rmi`, `rmo`, `lso`; the CLI's output must be the
 //!   same, errors included.
 //! * `users_added_through_the_api_connect_and_removed_ones_are_cut`: against Skiff, a user
-//!   `adu` adds connects at once (VLESS with raw requests, VMess, Trojan and Shadowsocks 2022
-//!   through a Skiff client), its data echoed intact; `rmu` closes its open connection
+//!   `adu` adds connects at once (VLESS with raw requests, VMess, Trojan and Shadowsocks
+//!   AEAD-2017 and 2022 through a Skiff client), its data echoed intact; `rmu` closes its open connection
 //!   within a second and a new one is refused; the counters of a user nobody touched keep
 //!   their values; `rmi` closes a listener and leaves its open connection running; after
 //!   `rmo` the connections routed to that outbound are closed.
@@ -32,6 +32,7 @@ const NEW_VLESS_BYTES: [u8; 16] = [
 ];
 const NEW_VMESS: &str = "11111111-6324-4d53-ad4f-8cda48b30813";
 const NEW_TROJAN: &str = "new-trojan-password";
+const NEW_SS17: &str = "new-aead-2017-password";
 
 fn xray() -> Option<PathBuf> {
     shared_peer("xray", "XRAY_BIN")
@@ -42,6 +43,7 @@ struct Ports {
     vmess: u16,
     trojan: u16,
     ss: u16,
+    ss17: u16,
     tunnel: u16,
     api: u16,
 }
@@ -53,6 +55,7 @@ impl Ports {
             vmess: free_port(),
             trojan: free_port(),
             ss: free_port(),
+            ss17: free_port(),
             tunnel: free_port(),
             api: free_port(),
         }
@@ -64,6 +67,7 @@ impl Ports {
             self.vmess,
             self.trojan,
             self.ss,
+            self.ss17,
             self.tunnel,
             self.api,
         ]
@@ -106,6 +110,10 @@ fn server_config(ports: &Ports, echo: u16, cert: &Path, key: &Path, xray: bool) 
             { "tag": "ss-in", "listen": "127.0.0.1", "port": ports.ss, "protocol": "shadowsocks",
               "settings": { "method": "2022-blake3-aes-128-gcm", "password": SS_SERVER_KEY,
                 "clients": [{ "password": SS_USER_KEY, "email": "d@x" }], "network": "tcp" } },
+            { "tag": "ss17-in", "listen": "127.0.0.1", "port": ports.ss17,
+              "protocol": "shadowsocks",
+              "settings": { "clients": [
+                { "method": "aes-256-gcm", "password": "pw17", "email": "e@x" }] } },
             { "tag": "tun-in", "listen": "127.0.0.1", "port": ports.tunnel,
               "protocol": "dokodemo-door",
               "settings": { "address": "127.0.0.1", "port": echo, "network": "tcp" } }
@@ -119,7 +127,8 @@ fn server_config(ports: &Ports, echo: u16, cert: &Path, key: &Path, xray: bool) 
 }
 
 /// What `adu` reads: an inbound per tag with the users to add (ports are not used).
-/// `vision`: the VLESS user's flow is xtls-rprx-vision (listed, not connected with).
+/// `vision`: the VLESS user's flow is xtls-rprx-vision (listed, not connected with). Beside
+/// it, [`again`]'s file: the same without the AEAD-2017 inbound's user.
 fn users_file(dir: &Path, vision: bool) -> PathBuf {
     let flow = if vision { "xtls-rprx-vision" } else { "" };
     let text = serde_json::json!({ "inbounds": [
@@ -137,15 +146,29 @@ fn users_file(dir: &Path, vision: bool) -> PathBuf {
         { "tag": "ss-in", "protocol": "shadowsocks", "port": 1, "settings": {
             "method": "2022-blake3-aes-128-gcm", "password": SS_SERVER_KEY,
             "clients": [{ "password": SS_NEW_KEY, "email": "news@x" }] } },
+        { "tag": "ss17-in", "protocol": "shadowsocks", "port": 1, "settings": { "clients": [
+            { "method": "chacha20-ietf-poly1305", "password": NEW_SS17, "email": "news17@x" }] } },
         { "tag": "tun-in", "protocol": "vless", "port": 1, "settings": { "decryption": "none",
             "clients": [{ "id": NEW_VLESS, "email": "x@x" }] } },
         { "tag": "nope", "protocol": "vless", "port": 1, "settings": { "decryption": "none",
             "clients": [{ "id": NEW_VLESS, "email": "x@x" }] } }
-    ] })
-    .to_string();
+    ] });
     let path = dir.join(format!("users-{vision}.json"));
-    std::fs::write(&path, text).unwrap();
+    std::fs::write(&path, text.to_string()).unwrap();
+    let mut without_ss17 = text;
+    without_ss17["inbounds"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|i| i["tag"] != "ss17-in");
+    std::fs::write(again(&path), without_ss17.to_string()).unwrap();
     path
+}
+
+/// The users file `adu` reads the second time: Xray's AEAD-2017 server adds a user whose
+/// email it has again (and lists and removes both), where Skiff refuses it as every other
+/// protocol does ("already exists"); the comparison leaves that user out.
+fn again(users: &Path) -> PathBuf {
+    users.with_extension("again.json")
 }
 
 /// The tags of an `lsi`/`lso` answer, sorted (Xray lists them in map order after a removal).
@@ -211,6 +234,7 @@ fn ask(xray: &Path, port: u16, users: &Path) -> Vec<(String, String)> {
         "vmess-in",
         "trojan-in",
         "ss-in",
+        "ss17-in",
         "tun-in",
         "nope",
     ] {
@@ -221,17 +245,18 @@ fn ask(xray: &Path, port: u16, users: &Path) -> Vec<(String, String)> {
     q("inbounduser", &["-tag", "vless-in", "-email", "A@X"]);
     q("inbounduser", &["-tag", "vless-in", "-email", "nobody@x"]);
     q("adu", &[file]);
-    q("adu", &[file]);
-    for tag in ["vless-in", "vmess-in", "trojan-in", "ss-in"] {
+    q("adu", &[again(users).to_str().unwrap()]);
+    for tag in ["vless-in", "vmess-in", "trojan-in", "ss-in", "ss17-in"] {
         q("inbounduser", &["-tag", tag]);
     }
     q("rmu", &["-tag", "vless-in", "new@x", "nobody@x"]);
     q("rmu", &["-tag", "vmess-in", "NEWV@x"]);
     q("rmu", &["-tag", "trojan-in", "newt@x"]);
     q("rmu", &["-tag", "ss-in", "news@x", "news@x"]);
+    q("rmu", &["-tag", "ss17-in", "NEWS17@x", "news17@x"]);
     q("rmu", &["-tag", "nope", "a@x"]);
     q("rmu", &["-tag", "tun-in", "a@x"]);
-    for tag in ["vless-in", "vmess-in", "trojan-in", "ss-in"] {
+    for tag in ["vless-in", "vmess-in", "trojan-in", "ss-in", "ss17-in"] {
         q("inboundusercount", &["-tag", tag]);
     }
     q("rmi", &["tun-in"]);
@@ -304,8 +329,9 @@ fn handler_service_answers_as_xray_does() {
     );
     // Not vacuous: the answers carry users, and the additions succeeded.
     let all: String = xray_said.iter().map(|(_, a)| a.as_str()).collect();
-    assert!(all.contains("Added 5 user(s) in total."), "{all}");
+    assert!(all.contains("Added 6 user(s) in total."), "{all}");
     assert!(all.contains("xray.proxy.shadowsocks_2022.Account"), "{all}");
+    assert!(all.contains("xray.proxy.shadowsocks.Account"), "{all}");
 }
 
 /// The Skiff client: one tunnel inbound per protocol (VLESS is spoken by the test itself),
@@ -314,6 +340,7 @@ struct Client {
     vmess: u16,
     trojan: u16,
     ss: u16,
+    ss17: u16,
 }
 
 fn client_config(c: &Client, server: &Ports, echo: u16) -> String {
@@ -329,7 +356,7 @@ fn client_config(c: &Client, server: &Ports, echo: u16) -> String {
     serde_json::json!({
         "log": { "loglevel": "warning" },
         "inbounds": [tunnel("vmess-t", c.vmess), tunnel("trojan-t", c.trojan),
-            tunnel("ss-t", c.ss)],
+            tunnel("ss-t", c.ss), tunnel("ss17-t", c.ss17)],
         "outbounds": [
             { "tag": "vmess-out", "protocol": "vmess", "settings": { "vnext": [{
                 "address": "127.0.0.1", "port": server.vmess,
@@ -341,9 +368,12 @@ fn client_config(c: &Client, server: &Ports, echo: u16) -> String {
             { "tag": "ss-out", "protocol": "shadowsocks", "settings": { "servers": [{
                 "address": "127.0.0.1", "port": server.ss,
                 "method": "2022-blake3-aes-128-gcm",
-                "password": format!("{SS_SERVER_KEY}:{SS_NEW_KEY}") }] } }
+                "password": format!("{SS_SERVER_KEY}:{SS_NEW_KEY}") }] } },
+            { "tag": "ss17-out", "protocol": "shadowsocks", "settings": { "servers": [{
+                "address": "127.0.0.1", "port": server.ss17,
+                "method": "chacha20-ietf-poly1305", "password": NEW_SS17 }] } }
         ],
-        "routing": { "rules": [rule("vmess"), rule("trojan"), rule("ss")] }
+        "routing": { "rules": [rule("vmess"), rule("trojan"), rule("ss"), rule("ss17")] }
     })
     .to_string()
 }
@@ -428,13 +458,14 @@ fn users_added_through_the_api_connect_and_removed_ones_are_cut() {
         vmess: free_port(),
         trojan: free_port(),
         ss: free_port(),
+        ss17: free_port(),
     };
     let client_text = client_config(&client, &ports, echo);
     let (mut client_proc, client_log) = start_skiff(
         dir.path(),
         "client",
         &client_text,
-        &[client.vmess, client.trojan, client.ss],
+        &[client.vmess, client.trojan, client.ss, client.ss17],
     );
     wait_xray_api(&xray, ports.api, &["lsi", "-isOnlyTags=true"]);
 
@@ -466,6 +497,7 @@ fn users_added_through_the_api_connect_and_removed_ones_are_cut() {
         ("vmess-in", "newv@x", Via::Tunnel(client.vmess)),
         ("trojan-in", "newt@x", Via::Tunnel(client.trojan)),
         ("ss-in", "news@x", Via::Tunnel(client.ss)),
+        ("ss17-in", "news17@x", Via::Tunnel(client.ss17)),
     ];
     // Nobody gets through before the users exist.
     for (tag, _, via) in cases {
@@ -476,7 +508,7 @@ fn users_added_through_the_api_connect_and_removed_ones_are_cut() {
     }
     let (ok, said) = xray_api(&xray, ports.api, "adu", &[users.to_str().unwrap()]);
     assert!(
-        ok && said.contains("Added 5 user(s) in total."),
+        ok && said.contains("Added 6 user(s) in total."),
         "adu: {said}"
     );
     for (round, (tag, email, via)) in cases.into_iter().enumerate() {
@@ -522,7 +554,7 @@ fn users_added_through_the_api_connect_and_removed_ones_are_cut() {
     // Removed users can be added again (str@x was never removed) and connect at once.
     let (ok, said) = xray_api(&xray, ports.api, "adu", &[users.to_str().unwrap()]);
     assert!(
-        ok && said.contains("Added 4 user(s) in total."),
+        ok && said.contains("Added 5 user(s) in total."),
         "adu again: {said}"
     );
     for (tag, email, via) in cases {

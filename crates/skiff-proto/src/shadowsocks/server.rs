@@ -184,6 +184,41 @@ impl ShadowsocksServer {
         })
     }
 
+    /// AEAD-2017: adds a user (any 2017 method, as a 2017 server's users may mix them) unless
+    /// its email is taken. A 2022 server takes none this way.
+    pub fn add_user_2017(&self, user: ServerUser) -> io::Result<()> {
+        if self.method_2022.is_some() || user.method.is_2022() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "only an AEAD-2017 inbound takes AEAD-2017 users",
+            ));
+        }
+        if user.key.len() != user.method.key_len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a {} key is {} bytes",
+                    user.method.name(),
+                    user.method.key_len()
+                ),
+            ));
+        }
+        self.users.update(|users| {
+            if crate::user_id::email_taken(
+                users.iter().map(|u| u.email.as_deref()),
+                user.email.as_deref(),
+            ) {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    UserChangeError::Exists,
+                ));
+            }
+            let mut next = users.clone();
+            next.slots.push(Some(user.clone()));
+            Ok(next)
+        })
+    }
+
     /// Removes the users with this email.
     pub fn remove_user(&self, email: &str) -> io::Result<()> {
         self.users.update(|users| {

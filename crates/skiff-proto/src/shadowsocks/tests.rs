@@ -368,3 +368,35 @@ fn response_must_name_our_request() {
         Err(SsError::Timestamp { .. })
     ));
 }
+
+#[test]
+fn aead_2017_users_come_and_go_at_run_time() {
+    use super::server::{ServerUser, ShadowsocksServer};
+    let user = |method: Method, email: &str| ServerUser {
+        method,
+        key: vec![7; method.key_len()],
+        email: Some(email.into()),
+        level: 0,
+    };
+    let server = ShadowsocksServer::new(vec![user(Method::Aes256Gcm, "a@x")], None);
+    server
+        .add_user_2017(user(Method::ChaCha20Poly1305, "b@x"))
+        .unwrap();
+    assert_eq!(server.users().len(), 2);
+    // Emails name users case-insensitively; a 2022 user does not fit; nor a short key.
+    for refused in [
+        user(Method::Aes128Gcm, "B@X"),
+        user(Method::Blake3Aes128Gcm, "c@x"),
+        ServerUser {
+            key: vec![1; 3],
+            ..user(Method::Aes128Gcm, "d@x")
+        },
+    ] {
+        assert!(server.add_user_2017(refused).is_err());
+    }
+    server.remove_user("b@x").unwrap();
+    assert_eq!(server.users().len(), 1);
+    // A 2022 server takes no AEAD-2017 user.
+    let psk = ShadowsocksServer::new(vec![user(Method::Blake3Aes128Gcm, "z@x")], None);
+    assert!(psk.add_user_2017(user(Method::Aes128Gcm, "y@x")).is_err());
+}
