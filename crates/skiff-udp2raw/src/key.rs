@@ -36,6 +36,26 @@ impl Role {
     }
 }
 
+/// The password udp2raw uses when `-k` is not given.
+pub const DEFAULT_PASSWORD: &[u8] = b"secret key";
+
+/// The password udp2raw actually uses for `-k ARG`: it reads the argument with `sscanf("%s")`,
+/// so only the first whitespace-delimited word counts (`-k "my pass"` is the password `my`),
+/// and an argument with no word leaves the default, "secret key".
+pub fn cli_password(arg: &[u8]) -> &[u8] {
+    // C's isspace: space, \t, \n, \v, \f, \r.
+    let is_space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r');
+    let start = arg.iter().position(|b| !is_space(b));
+    match start {
+        None => DEFAULT_PASSWORD,
+        Some(start) => {
+            let rest = &arg[start..];
+            let end = rest.iter().position(is_space).unwrap_or(rest.len());
+            &rest[..end]
+        }
+    }
+}
+
 /// PBKDF2 iteration count udp2raw uses.
 pub const PBKDF2_ITERATIONS: u32 = 10_000;
 
@@ -170,6 +190,14 @@ mod tests {
             out.to_vec(),
             hex("55ac046e56e3089fec1691c22544b605f94185216dde0465e68b9d57c20dacbc")
         );
+    }
+
+    #[test]
+    fn cli_password_is_the_first_word() {
+        assert_eq!(cli_password(b"secret key"), b"secret");
+        assert_eq!(cli_password(b"  pw\tx"), b"pw");
+        assert_eq!(cli_password(b" \n"), DEFAULT_PASSWORD);
+        assert_eq!(cli_password(b"abc"), b"abc");
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub mod replay;
 pub use auth::AuthMode;
 pub use cipher::CipherMode;
 pub use codec::Codec;
-pub use key::{Keys, Role};
+pub use key::{Keys, Role, cli_password};
 pub use packet::{Packet, SaferKind};
 pub use replay::ReplayWindow;
 
