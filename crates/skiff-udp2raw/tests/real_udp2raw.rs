@@ -14,6 +14,15 @@
 //!   end's keys (byte-identical; for CBC all but the last block, whose padding bytes udp2raw
 //!   leaves uninitialised). The decoded data must be exactly what was sent, in both
 //!   directions; handshakes, heartbeats and sequence numbers must look as documented.
+//! - `our_client_against_real_server`: the other way round. A real `udp2raw -s` alone in a
+//!   namespace, and a client made of this crate: packets built with our header builders and
+//!   sent on a raw socket (SYN first in fake TCP), our handshake and data packets, our
+//!   encryption; replies read from an AF_PACKET capture. The server must complete the
+//!   handshake, deliver our datagrams to its target and send the target's answers back to us;
+//!   a replayed packet must be dropped (delivered under `auth none`, where udp2raw turns
+//!   anti-replay off).
+//!
+//! `UDP2RAW_CASES=faketcp-xor` (a substring of `raw-cipher-auth`) narrows the matrices.
 //!
 //! Outside CI, a missing binary, `ip` or root skips with a printed reason; under `CI=true`
 //! it fails.
@@ -21,7 +30,7 @@
 use std::collections::{HashSet, VecDeque};
 use std::fs::File;
 use std::io::Read as _;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -795,4 +804,492 @@ fn real_tunnel_matrix() {
         "real udp2raw: {total} raw×cipher×auth cases verified ({} distinct)",
         seen.len()
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// The other way round: our encoder and header builders talking to a real `udp2raw -s`.
+
+const OUR_PORT: u16 = 5555;
+
+/// A raw IPv4 socket whose packets carry our own IP header.
+fn open_raw_sender() -> OwnedFd {
+    // SAFETY: a fresh socket descriptor that OwnedFd then owns.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_RAW);
+        assert!(fd >= 0, "raw socket: {}", std::io::Error::last_os_error());
+        OwnedFd::from_raw_fd(fd)
+    }
+}
+
+fn raw_send(fd: &OwnedFd, packet: &[u8]) {
+    // SAFETY: sendto with a valid buffer and a sockaddr_in of the size given.
+    unsafe {
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+        let n = libc::sendto(
+            fd.as_raw_fd(),
+            packet.as_ptr().cast(),
+            packet.len(),
+            0,
+            (&addr as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as u32,
+        );
+        assert_eq!(
+            n,
+            packet.len() as isize,
+            "raw send: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+/// One captured packet (incoming copies only), or None after 200 ms of quiet.
+fn capture_one(fd: &OwnedFd) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; 65536];
+    for _ in 0..1000 {
+        // SAFETY: as in drain_capture.
+        let (n, pkttype) = unsafe {
+            let mut addr: libc::sockaddr_ll = std::mem::zeroed();
+            let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+            let n = libc::recvfrom(
+                fd.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                0,
+                (&mut addr as *mut libc::sockaddr_ll).cast(),
+                &mut len,
+            );
+            (n, addr.sll_pkttype)
+        };
+        if n < 0 {
+            return None;
+        }
+        if pkttype != libc::PACKET_OUTGOING {
+            return Some(buf[..n as usize].to_vec());
+        }
+    }
+    None
+}
+
+/// Our side of the tunnel: a udp2raw client made of this crate's pieces.
+struct OurClient {
+    raw: RawMode,
+    codec: Codec,
+    sender: OwnedFd,
+    capture: OwnedFd,
+    ip_id: u16,
+    tcp_seq: u32,
+    tcp_ack: u32,
+    ts_ecr: u32,
+    icmp_seq: u16,
+}
+
+/// What came back from the server.
+struct FromServer {
+    tcp: Option<headers::TcpHeader>,
+    plain: Option<Vec<u8>>,
+}
+
+impl OurClient {
+    fn send(&mut self, payload: &[u8], syn: bool) {
+        let (src, dst) = (IpAddr::from([127, 0, 0, 1]), IpAddr::from([127, 0, 0, 1]));
+        let mut t = Vec::new();
+        let protocol = match self.raw {
+            RawMode::FakeTcp => {
+                let h = headers::TcpHeader {
+                    src_port: OUR_PORT,
+                    dst_port: SERVER_PORT,
+                    seq: self.tcp_seq,
+                    ack_seq: self.tcp_ack,
+                    syn,
+                    ack: !syn,
+                    psh: false,
+                    rst: false,
+                    window: headers::WINDOW_BASE,
+                    timestamps: Some((self.ip_id.into(), self.ts_ecr)),
+                };
+                headers::build_tcp(src, dst, &h, payload, &mut t).unwrap();
+                self.tcp_seq = self.tcp_seq.wrapping_add(payload.len() as u32);
+                headers::IPPROTO_TCP
+            }
+            RawMode::Udp => {
+                headers::build_udp(src, dst, OUR_PORT, SERVER_PORT, payload, &mut t).unwrap();
+                headers::IPPROTO_UDP
+            }
+            RawMode::Icmp => {
+                let m = headers::IcmpEcho {
+                    request: true,
+                    id: OUR_PORT,
+                    seq: self.icmp_seq,
+                    payload,
+                };
+                headers::build_icmp(src, dst, &m, &mut t).unwrap();
+                self.icmp_seq = self.icmp_seq.wrapping_add(1);
+                headers::IPPROTO_ICMP
+            }
+        };
+        let ip = headers::IpHeader {
+            src,
+            dst,
+            protocol,
+            ttl: headers::DEFAULT_TTL,
+            id: self.ip_id,
+        };
+        self.ip_id = self.ip_id.wrapping_add(1);
+        let mut pkt = Vec::new();
+        headers::build_ip(&ip, &t, &mut pkt).unwrap();
+        raw_send(&self.sender, &pkt);
+    }
+
+    fn send_packet(&mut self, p: &Packet<'_>) -> Vec<u8> {
+        let wire = self.codec.encrypt(&p.to_vec()).unwrap();
+        self.send(&wire, false);
+        wire
+    }
+
+    /// The next packet from the server to us (decrypted when it carries a payload that
+    /// decrypts), or None after a quiet spell.
+    fn recv(&mut self) -> Option<FromServer> {
+        loop {
+            let pkt = capture_one(&self.capture)?;
+            let Ok((_, t)) = headers::parse_packet(self.raw, &pkt) else {
+                continue;
+            };
+            let ours = match &t {
+                Transport::Icmp(i) => !i.request && i.id == OUR_PORT,
+                _ => t.ports() == (SERVER_PORT, OUR_PORT),
+            };
+            if !ours {
+                continue;
+            }
+            let mut tcp = None;
+            if let Transport::Tcp(s) = &t {
+                if s.header.rst {
+                    continue;
+                }
+                tcp = Some(s.header);
+                if let Some((ts, _)) = s.header.timestamps {
+                    self.ts_ecr = ts;
+                }
+                self.tcp_ack = s
+                    .header
+                    .seq
+                    .wrapping_add(s.payload.len() as u32 + u32::from(s.header.syn));
+            }
+            let plain = (!t.payload().is_empty())
+                .then(|| self.codec.decrypt(t.payload()).ok())
+                .flatten();
+            return Some(FromServer { tcp, plain });
+        }
+    }
+
+    /// Waits (bounded) for a server packet `want` accepts.
+    fn wait_for<T>(
+        &mut self,
+        tries: usize,
+        mut want: impl FnMut(&FromServer) -> Option<T>,
+    ) -> Option<T> {
+        for _ in 0..tries {
+            let got = self.recv()?;
+            if let Some(v) = want(&got) {
+                return Some(v);
+            }
+        }
+        None
+    }
+}
+
+fn run_our_client(
+    bin: &Path,
+    case: &Case,
+    use_iptables: bool,
+    keys: &(Keys, Keys),
+) -> Result<String, String> {
+    let label = format!("ours→{}", case.label());
+    let mut ns = Netns::new(&format!("o-{}", case.label()));
+    ns.run_in(|| std::fs::write("/proc/sys/net/ipv4/icmp_echo_ignore_all", "1").ok());
+    let capture = ns.run_in(open_capture);
+    let sender = ns.run_in(open_raw_sender);
+    let target = ns.run_in(|| UdpSocket::bind((LOOPBACK, TARGET_PORT)).unwrap());
+    target
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let dir = tempdir(&format!("o-{}", case.label()));
+    let mut args: Vec<String> = vec![
+        "-s".into(),
+        format!("-l{LOOPBACK}:{SERVER_PORT}"),
+        format!("-r{LOOPBACK}:{TARGET_PORT}"),
+    ];
+    for s in [
+        "-k",
+        PASSWORD,
+        "--raw-mode",
+        case.raw.name(),
+        "--cipher-mode",
+        case.cipher.name(),
+    ] {
+        args.push(s.into());
+    }
+    for s in [
+        "--auth-mode",
+        case.auth.name(),
+        "--log-level",
+        "4",
+        "--disable-color",
+    ] {
+        args.push(s.into());
+    }
+    if use_iptables {
+        args.push("-a".into());
+    }
+    ns.spawn(bin, &args, &dir.join("server.log"));
+    let log = || std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
+    let mut me = OurClient {
+        raw: case.raw,
+        codec: Codec::from_keys(&keys.1, Role::Client, case.cipher, case.auth),
+        sender,
+        capture,
+        ip_id: 100,
+        tcp_seq: 0x1000_0000,
+        tcp_ack: 0,
+        ts_ecr: 0,
+        icmp_seq: 1,
+    };
+    let (my_id, const_id) = (0x5eed_0000 | std::process::id() & 0xffff, 0xc0ff_ee01u32);
+
+    // The fake TCP handshake: our SYN must get a SYN-ACK for seq + 1.
+    if case.raw == RawMode::FakeTcp {
+        let mut synack = false;
+        for _ in 0..40 {
+            me.tcp_seq = 0x1000_0000;
+            me.send(&[], true);
+            let isn = 0x1000_0000u32;
+            if me
+                .wait_for(5, |f| {
+                    f.tcp
+                        .filter(|h| h.syn && h.ack && h.ack_seq == isn.wrapping_add(1))
+                })
+                .is_some()
+            {
+                synack = true;
+                break;
+            }
+        }
+        if !synack {
+            return Err(format!("{label}: no SYN-ACK to our SYN\n{}", log()));
+        }
+        me.tcp_seq = 0x1000_0001;
+    }
+
+    // Handshake 1: (my_id, 0, const_id); the server answers with its id and ours.
+    let mut server_id = None;
+    for attempt in 0..40u8 {
+        let hs = Handshake {
+            sender_id: my_id,
+            receiver_id: 0,
+            const_id,
+        }
+        .to_bytes();
+        me.send_packet(&Packet::Bare {
+            nonce: [attempt; 16],
+            payload: &hs,
+        });
+        server_id = me.wait_for(10, |f| {
+            let p = Packet::parse(f.plain.as_deref()?).ok()?.handshake()?;
+            (p.receiver_id == my_id).then_some(p.sender_id)
+        });
+        if server_id.is_some() {
+            break;
+        }
+    }
+    let Some(server_id) = server_id else {
+        return Err(format!("{label}: no handshake answer\n{}", log()));
+    };
+    // Handshake 2: (my_id, server_id, const_id); the server turns ready and sends a heartbeat.
+    let mut ready = false;
+    for attempt in 0..40u8 {
+        let hs = Handshake {
+            sender_id: my_id,
+            receiver_id: server_id,
+            const_id,
+        }
+        .to_bytes();
+        me.send_packet(&Packet::Bare {
+            nonce: [attempt ^ 0x55; 16],
+            payload: &hs,
+        });
+        ready = me
+            .wait_for(10, |f| match Packet::parse(f.plain.as_deref()?).ok()? {
+                Packet::Safer {
+                    sender_id,
+                    receiver_id,
+                    kind: SaferKind::Heartbeat(_),
+                    ..
+                } => (sender_id == server_id && receiver_id == my_id).then_some(()),
+                _ => None,
+            })
+            .is_some();
+        if ready {
+            break;
+        }
+    }
+    if !ready {
+        return Err(format!(
+            "{label}: no heartbeat after handshake 2\n{}",
+            log()
+        ));
+    }
+
+    // Data both ways, on our anti-replay sequence numbers.
+    let conv = 0x0c0f_0001;
+    let mut seq = 1_000_000u64;
+    let mut last_wire = Vec::new();
+    for (i, &len) in SIZES.iter().enumerate() {
+        let d = datagram(b"ours-u2r", i as u32, len);
+        seq += 1;
+        last_wire = me.send_packet(&Packet::Safer {
+            sender_id: my_id,
+            receiver_id: server_id,
+            seq,
+            roller: 0,
+            kind: SaferKind::Data { conv, payload: &d },
+        });
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let Some((r, from)) = udp_recv(&target, deadline) else {
+            return Err(format!(
+                "{label}: our datagram {i} ({len} bytes) never reached the target\n{}",
+                log()
+            ));
+        };
+        if r != d {
+            return Err(format!("{label}: our datagram {i} arrived altered"));
+        }
+        let e = datagram(b"echo-ours", i as u32, len);
+        target.send_to(&e, from).unwrap();
+        let back = me.wait_for(50, |f| match Packet::parse(f.plain.as_deref()?).ok()? {
+            Packet::Safer {
+                kind: SaferKind::Data { conv: c, payload },
+                ..
+            } => (c == conv && payload == e).then_some(()),
+            _ => None,
+        });
+        if back.is_none() {
+            return Err(format!(
+                "{label}: echo {i} never came back to us\n{}",
+                log()
+            ));
+        }
+    }
+
+    // Replay the last packet as is, then send a fresh one: the server must drop the replay
+    // (deliver it too when anti-replay is off, under auth none), and deliver the fresh one.
+    me.send(&last_wire, false);
+    seq += 1;
+    let fresh = datagram(b"fresh-u2r", 99, 10);
+    me.send_packet(&Packet::Safer {
+        sender_id: my_id,
+        receiver_id: server_id,
+        seq,
+        roller: 0,
+        kind: SaferKind::Data {
+            conv,
+            payload: &fresh,
+        },
+    });
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut replayed = false;
+    loop {
+        let Some((r, _)) = udp_recv(&target, deadline) else {
+            return Err(format!(
+                "{label}: the fresh datagram after the replay never arrived\n{}",
+                log()
+            ));
+        };
+        if r == fresh {
+            break;
+        }
+        replayed |= check_datagram(&r, b"ours-u2r").is_some();
+    }
+    if replayed == case.auth.anti_replay() {
+        return Err(format!(
+            "{label}: replayed packet {} (anti-replay {})",
+            if replayed { "delivered" } else { "dropped" },
+            if case.auth.anti_replay() { "on" } else { "off" }
+        ));
+    }
+    drop(ns);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(format!(
+        "{label}: handshake, {} datagrams both ways, replay {}",
+        SIZES.len(),
+        if replayed { "delivered" } else { "dropped" }
+    ))
+}
+
+#[test]
+fn our_client_against_real_server() {
+    let Some(bin) = binary() else {
+        return skip("no udp2raw binary (UDP2RAW_BIN or ../shared/peers/bin/udp2raw)");
+    };
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return skip("not root (raw sockets and network namespaces)");
+    }
+    if !have("ip", "-V") {
+        return skip("no `ip` (iproute2) to make network namespaces");
+    }
+    let use_iptables = have("iptables", "-V");
+    let filter = std::env::var("UDP2RAW_CASES").unwrap_or_default();
+    let mut cases = VecDeque::new();
+    for raw in RawMode::ALL {
+        for cipher in CipherMode::ALL {
+            for auth in AuthMode::ALL {
+                let case = Case { raw, cipher, auth };
+                if filter.is_empty() || case.label().contains(&filter) {
+                    cases.push_back(case);
+                }
+            }
+        }
+    }
+    let total = cases.len();
+    let keys = Arc::new((
+        Keys::derive(PASSWORD.as_bytes(), Role::Server),
+        Keys::derive(PASSWORD.as_bytes(), Role::Client),
+    ));
+    let queue = Arc::new(Mutex::new(cases));
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let (queue, results, keys, bin) =
+                (queue.clone(), results.clone(), keys.clone(), bin.clone());
+            std::thread::spawn(move || {
+                loop {
+                    let Some(case) = queue.lock().unwrap().pop_front() else {
+                        break;
+                    };
+                    let r = run_our_client(&bin, &case, use_iptables, &keys);
+                    results.lock().unwrap().push(r);
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("worker");
+    }
+    let results = Arc::try_unwrap(results).unwrap().into_inner().unwrap();
+    let failures: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    for r in &results {
+        match r {
+            Ok(line) => eprintln!("ok   {line}"),
+            Err(e) => eprintln!("FAIL {e}"),
+        }
+    }
+    assert_eq!(results.len(), total);
+    assert!(
+        failures.is_empty(),
+        "{} of {total} cases failed",
+        failures.len()
+    );
+    eprintln!("real udp2raw server: {total} cases accepted our client");
 }
