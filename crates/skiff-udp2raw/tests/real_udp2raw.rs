@@ -101,18 +101,32 @@ fn run_bounded(cmd: &mut Command) -> String {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let s = std::fs::read_to_string(&out_path).unwrap_or_default();
-    let _ = std::fs::remove_dir_all(&dir);
-    s
+    std::fs::read_to_string(&out_path).unwrap_or_default()
 }
 
 static DIRS: AtomicUsize = AtomicUsize::new(0);
 
-fn tempdir(tag: &str) -> PathBuf {
+/// A scratch directory for logs, removed on drop (failure messages carry the log tails).
+struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tempdir(tag: &str) -> TempDir {
     let n = DIRS.fetch_add(1, Ordering::Relaxed);
     let d = std::env::temp_dir().join(format!("skiff-u2r-{}-{tag}-{n}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TempDir(d)
 }
 
 fn parse_key_lines(log: &str) -> Vec<Vec<u8>> {
@@ -524,7 +538,6 @@ fn run_case(
     std::thread::sleep(Duration::from_millis(1300));
     let packets = drain_capture(&capture);
     drop(ns);
-    let _ = std::fs::remove_dir_all(&dir);
 
     let dec = decode_all(case, keys, &packets).map_err(|e| format!("{label}: {e}"))?;
     for (i, d) in sent.iter().enumerate() {
@@ -1219,7 +1232,6 @@ fn run_our_client(
         ));
     }
     drop(ns);
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(format!(
         "{label}: handshake, {} datagrams both ways, replay {}",
         SIZES.len(),
