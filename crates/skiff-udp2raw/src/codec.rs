@@ -74,7 +74,16 @@ impl Codec {
         self.auth.tag_len() + self.cipher.max_overhead()
     }
 
-    /// Encrypts and authenticates a plaintext this end sends (udp2raw's `my_encrypt`).
+    /// The longest plaintext whose ciphertext the peer accepts. udp2raw itself encrypts up to
+    /// [`MAX_DATA_LEN`] bytes of plaintext but refuses to decrypt more than [`MAX_DATA_LEN`]
+    /// bytes, so a plaintext longer than this is sent and then dropped by the receiver.
+    pub fn max_plaintext(&self) -> usize {
+        MAX_DATA_LEN - self.max_overhead()
+    }
+
+    /// Encrypts and authenticates a plaintext this end sends (udp2raw's `my_encrypt`). Like
+    /// udp2raw it accepts up to [`MAX_DATA_LEN`] bytes; see [`Codec::max_plaintext`] for what
+    /// the peer will take.
     pub fn encrypt(&self, plain: &[u8]) -> Result<Vec<u8>, Error> {
         if plain.len() > MAX_DATA_LEN {
             return Err(Error::TooLong {

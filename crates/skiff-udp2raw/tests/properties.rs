@@ -133,6 +133,22 @@ proptest! {
     }
 
     #[test]
+    fn the_peer_takes_up_to_max_plaintext(fill in any::<u8>()) {
+        for (cipher, auth) in all_modes() {
+            let (client, server) = pair(cipher, auth);
+            let n = client.max_plaintext();
+            let plain = vec![fill; n];
+            prop_assert_eq!(server.decrypt(&client.encrypt(&plain).unwrap()).unwrap(), plain);
+            // One byte more still encrypts (udp2raw does), but may no longer be accepted.
+            if n < MAX_DATA_LEN {
+                let over = vec![fill; n + 1];
+                let wire = client.encrypt(&over).unwrap();
+                prop_assert_eq!(server.decrypt(&wire).is_ok(), wire.len() <= MAX_DATA_LEN);
+            }
+        }
+    }
+
+    #[test]
     fn inner_packets_round_trip(
         ids in any::<(u32, u32, u64, u8, u32)>(),
         body in proptest::collection::vec(any::<u8>(), 0..1500),
