@@ -4,7 +4,8 @@
 //! - `keys_match_real_binary`: udp2raw prints its derived keys at `--log-level 5`; `-g` makes
 //!   it print its firewall rule and exit, touching nothing. Ours must be the same bytes, for
 //!   both roles and a few passwords.
-//! - `real_tunnel_matrix`: for every raw mode × cipher mode × auth mode, a fresh network
+//! - `real_tunnel_matrix`: for every raw mode × cipher mode × auth mode over IPv4 (and, per
+//!   raw mode, each cipher mode once over IPv6, `[::1]`), a fresh network
 //!   namespace (root needed) with `lo` up runs a real `udp2raw -s` and `udp2raw -c` (with `-a`
 //!   when `iptables` is installed). Known datagrams (sequence number + CRC-32) go into the
 //!   client, must come out at the server's target, and are echoed back. Meanwhile an
@@ -259,14 +260,15 @@ impl Drop for Netns {
     }
 }
 
-/// An AF_PACKET socket (cooked: IP packets without the link header) of every IP packet.
+/// An AF_PACKET socket (cooked: packets without the link header) of everything, IPv4 and
+/// IPv6; what is not IP fails to parse and is counted as not udp2raw's.
 fn open_capture() -> OwnedFd {
     // SAFETY: plain socket calls on a fresh descriptor that OwnedFd then owns.
     unsafe {
         let fd = libc::socket(
             libc::AF_PACKET,
             libc::SOCK_DGRAM,
-            (libc::ETH_P_IP as u16).to_be() as i32,
+            (libc::ETH_P_ALL as u16).to_be() as i32,
         );
         assert!(
             fd >= 0,
@@ -369,16 +371,24 @@ struct Case {
     raw: RawMode,
     cipher: CipherMode,
     auth: AuthMode,
+    /// The tunnel over IPv6 (`[::1]`); the UDP ends stay on 127.0.0.1.
+    v6: bool,
 }
 
 impl Case {
     fn label(&self) -> String {
         format!(
-            "{}-{}-{}",
+            "{}-{}-{}{}",
             self.raw.name(),
             self.cipher.name(),
-            self.auth.name()
+            self.auth.name(),
+            if self.v6 { "-v6" } else { "" }
         )
+    }
+
+    /// Where the tunnel's raw packets go: udp2raw's server address.
+    fn tunnel_host(&self) -> &'static str {
+        if self.v6 { "[::1]" } else { LOOPBACK }
     }
 }
 
@@ -415,7 +425,10 @@ fn run_case(
     let mut ns = Netns::new(&label);
     // The kernel answers echo requests itself unless told not to (udp2raw's -a rule does it
     // too, but only once added, which can be after the client's first request).
-    ns.run_in(|| std::fs::write("/proc/sys/net/ipv4/icmp_echo_ignore_all", "1").ok());
+    ns.run_in(|| {
+        let _ = std::fs::write("/proc/sys/net/ipv4/icmp_echo_ignore_all", "1");
+        let _ = std::fs::write("/proc/sys/net/ipv6/icmp/echo_ignore_all", "1");
+    });
     let capture = ns.run_in(open_capture);
     let (app, target) = ns.run_in(|| {
         let app = UdpSocket::bind((LOOPBACK, 0)).unwrap();
@@ -457,13 +470,13 @@ fn run_case(
     };
     let server_args = common(
         "-s",
-        format!("{LOOPBACK}:{SERVER_PORT}"),
+        format!("{}:{SERVER_PORT}", case.tunnel_host()),
         format!("{LOOPBACK}:{TARGET_PORT}"),
     );
     let client_args = common(
         "-c",
         format!("{LOOPBACK}:{CLIENT_PORT}"),
-        format!("{LOOPBACK}:{SERVER_PORT}"),
+        format!("{}:{SERVER_PORT}", case.tunnel_host()),
     );
     ns.spawn(bin, &server_args, &dir.join("server.log"));
     ns.spawn(bin, &client_args, &dir.join("client.log"));
@@ -759,10 +772,30 @@ fn real_tunnel_matrix() {
     for raw in RawMode::ALL {
         for cipher in CipherMode::ALL {
             for auth in AuthMode::ALL {
-                let case = Case { raw, cipher, auth };
+                let case = Case {
+                    raw,
+                    cipher,
+                    auth,
+                    v6: false,
+                };
                 if filter.is_empty() || case.label().contains(&filter) {
                     cases.push_back(case);
                 }
+            }
+        }
+        // Over IPv6, each cipher mode once (each auth mode once among them).
+        for (cipher, auth) in CipherMode::ALL
+            .into_iter()
+            .zip(AuthMode::ALL.into_iter().rev())
+        {
+            let case = Case {
+                raw,
+                cipher,
+                auth,
+                v6: true,
+            };
+            if filter.is_empty() || case.label().contains(&filter) {
+                cases.push_back(case);
             }
         }
     }
@@ -1257,7 +1290,12 @@ fn our_client_against_real_server() {
     for raw in RawMode::ALL {
         for cipher in CipherMode::ALL {
             for auth in AuthMode::ALL {
-                let case = Case { raw, cipher, auth };
+                let case = Case {
+                    raw,
+                    cipher,
+                    auth,
+                    v6: false,
+                };
                 if filter.is_empty() || case.label().contains(&filter) {
                     cases.push_back(case);
                 }
