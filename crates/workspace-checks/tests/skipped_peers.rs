@@ -102,6 +102,18 @@ fn peers() -> Vec<Peer> {
             how: "XRAY_BIN or ../shared/peers/bin/xray",
             tests: "interop_xray_vision, interop_xray_httpupgrade, interop_xray_http_header",
         },
+        Peer {
+            name: "speederv2",
+            candidates: shared("speederv2", "SPEEDERV2_BIN"),
+            how: "SPEEDERV2_BIN or ../shared/peers/bin/speederv2",
+            tests: "interop_udpspeeder",
+        },
+        Peer {
+            name: "udp2raw",
+            candidates: shared("udp2raw", "UDP2RAW_BIN"),
+            how: "UDP2RAW_BIN or ../shared/peers/bin/udp2raw",
+            tests: "skiff-udp2raw real_udp2raw",
+        },
     ]
 }
 
