@@ -239,10 +239,12 @@ impl Handlers for Registry {
         .map_err(HandlerError::Build)?
         .pop()
         .ok_or_else(|| HandlerError::Build("the outbound did not build".into()))?;
-        shared
+        let index = shared
             .outbounds
             .add(handler, xray_config_type(&plan.protocol))
             .map_err(|()| HandlerError::OutboundTagExists(plan.tag.clone()))?;
+        // Rules added from now on may name it.
+        shared.router.set_outbound_tag(index, &plan.tag);
         info!(outbound = %plan.tag, "API: outbound added");
         Ok(())
     }

@@ -7,8 +7,8 @@
 //! already routed keep their outbound.
 
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use skiff_config::{
     BalancerPlan, BalancerStrategy, RoutingDomainStrategy, RoutingPlan, RulePlan, RuleTarget,
@@ -32,8 +32,9 @@ pub enum Route {
 pub struct Router {
     strategy: RoutingDomainStrategy,
     table: Swap<Table>,
-    /// Outbound tags by index, for the log line of a tagged rule.
-    tags: Vec<String>,
+    /// Outbound tags by index (the outbounds table's slots, which only grow): what rules are
+    /// resolved against, and the log line of a tagged rule.
+    tags: RwLock<Vec<String>>,
 }
 
 /// The rules and balancers in force.
@@ -157,8 +158,22 @@ impl Router {
         Router {
             strategy: plan.domain_strategy,
             table: Swap::new(Table::new(rules, balancers)),
-            tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+            tags: RwLock::new(tags.iter().map(|t| (*t).to_owned()).collect()),
         }
+    }
+
+    /// The outbounds table gave slot `index` to `tag` (an outbound added through the API or
+    /// a reload): rules added from now on can name it.
+    pub fn set_outbound_tag(&self, index: OutboundIndex, tag: &str) {
+        let mut tags = self.tags.write().unwrap_or_else(PoisonError::into_inner);
+        if tags.len() <= index {
+            tags.resize(index + 1, String::new());
+        }
+        tags[index] = tag.to_owned();
+    }
+
+    fn tags(&self) -> std::sync::RwLockReadGuard<'_, Vec<String>> {
+        self.tags.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Xray's AddRule: `rules` and `balancers` after the current ones (`append`), or in place
@@ -169,7 +184,8 @@ impl Router {
         balancers: &[BalancerPlan],
         append: bool,
     ) -> Result<(), String> {
-        let tags: Vec<&str> = self.tags.iter().map(String::as_str).collect();
+        let all = self.tags();
+        let tags: Vec<&str> = all.iter().map(String::as_str).collect();
         self.table.update(|current| {
             let (mut table_rules, mut table_balancers): (Vec<Rule>, Vec<Arc<Balancer>>) = if append
             {
@@ -228,18 +244,25 @@ impl Router {
     }
 
     /// The outbound tag of `index`.
-    pub fn tag(&self, index: OutboundIndex) -> &str {
-        self.tags.get(index).map_or("", String::as_str)
+    pub fn tag(&self, index: OutboundIndex) -> String {
+        self.tags().get(index).cloned().unwrap_or_default()
     }
 
     fn take(&self, rule: &Rule, meta: &Metadata) -> Route {
         let index = match &rule.target {
             Target::Outbound(i) => *i,
             Target::Balancer(b) => b.pick().unwrap_or(0),
-            Target::Missing(tag) => return Route::Nowhere(tag.clone()),
+            // Named before an outbound had the tag: one added since (the API's AddOutbound,
+            // a reload) takes it, as Xray looks tags up per connection.
+            Target::Missing(tag) => match self.tags().iter().position(|t| t == tag) {
+                Some(index) => index,
+                None => return Route::Nowhere(tag.clone()),
+            },
         };
         // Xray names a tagged rule in its log ("hit route rule [tag] … detour [outbound]").
-        if let Some(tag) = &rule.plan.rule_tag {
+        if let Some(tag) = &rule.plan.rule_tag
+            && tracing::enabled!(tracing::Level::DEBUG)
+        {
             let outbound = self.tag(index);
             debug!(rule = %tag, %outbound, destination = ?meta.routing_destination(), "hit route rule");
         }
@@ -657,6 +680,9 @@ mod tests {
         assert_eq!(router.route(&m(53), None), Route::To(2));
         assert_eq!(router.route(&m(22), None), Route::Nowhere("ghost".into()));
         assert_eq!(router.route(&m(443), None), Route::To(2));
+        // An outbound added under that tag since takes its connections.
+        router.set_outbound_tag(7, "ghost");
+        assert_eq!(router.route(&m(22), None), Route::To(7));
 
         // All or nothing: a duplicate ruleTag (in the table or the same call) or a missing
         // balancer leaves the table as it was, with Xray's words.

@@ -106,7 +106,7 @@ impl Routing for RoutingApi {
                 other => other,
             };
             Ok(match route {
-                Some(Route::To(i)) => Some(router.tag(i).to_owned()),
+                Some(Route::To(i)) => Some(router.tag(i)),
                 Some(Route::Nowhere(tag)) => Some(tag),
                 Some(Route::NeedIps) | None => None,
             })

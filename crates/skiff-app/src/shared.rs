@@ -207,6 +207,20 @@ impl Outbounds {
             .collect()
     }
 
+    /// Makes the outbound tagged `tag` the default (Xray's: the config's first); false when
+    /// no listed outbound has that tag.
+    pub fn set_default(&self, tag: &str) -> bool {
+        let mut table = self.write();
+        let found = table
+            .slots
+            .iter()
+            .position(|s| s.handler.is_some() && s.listed_as.is_some() && &*s.tag == tag);
+        if found.is_some() {
+            table.default = found;
+        }
+        found.is_some()
+    }
+
     /// Removes every listed outbound tagged `tag`; true when one was there.
     pub fn remove(&self, tag: &str) -> bool {
         let mut table = self.write();
@@ -223,8 +237,9 @@ impl Outbounds {
         removed
     }
 
-    /// Adds `handler`; Err when an outbound with its (non-empty) tag is present.
-    pub fn add(&self, handler: OutboundHandler, listed_as: &'static str) -> Result<(), ()> {
+    /// Adds `handler`; Err when an outbound with its (non-empty) tag is present. Returns its
+    /// slot (the router's index), which a tag keeps for good.
+    pub fn add(&self, handler: OutboundHandler, listed_as: &'static str) -> Result<usize, ()> {
         let mut table = self.write();
         let tag = handler.tag.clone();
         let taken = |s: &Slot| s.handler.is_some() && s.tag == tag;
@@ -257,7 +272,7 @@ impl Outbounds {
         if table.default.is_none() {
             table.default = Some(index);
         }
-        Ok(())
+        Ok(index)
     }
 }
 
