@@ -9,11 +9,15 @@
 //!   finish, as with the API's RemoveInbound); one whose settings changed is both.
 //! - Counters are found by name, so every counter of a kept or restarted inbound keeps
 //!   counting from where it was.
-//! - Routing rules and balancers are replaced whole (as the API's AddRule does) when the
-//!   outbounds are the same; connections already routed keep their outbound.
-//! - Other sections that live in every connection's shared state (outbounds, routing's
-//!   domainStrategy, policy, dns, log, api, metrics) are compared, and a change to one of them
-//!   is reported as needing a restart instead of being half applied.
+//! - Outbounds are compared by tag: a new one is added, a gone one removed (connections routed
+//!   to it are closed, as the API's RemoveOutbound does), a changed one replaced (connections
+//!   it carries finish on the old one); an unchanged one is kept with its pools and sessions.
+//!   Outbounds added through the API give way to the file.
+//! - Routing rules and balancers are replaced whole (as the API's AddRule does) when they or
+//!   the outbounds changed; connections already routed keep their outbound.
+//! - Other sections that live in every connection's shared state (routing's domainStrategy,
+//!   policy, dns, log, api, metrics) are compared, and a change to one of them is reported as
+//!   needing a restart instead of being half applied.
 //!
 //! The new inbounds are built (every handler, certificates and keys parsed) and bound before
 //! anything running is stopped: a failure there changes nothing. What can still fail after
@@ -42,8 +46,10 @@ const REBIND_PATIENCE: Duration = Duration::from_secs(2);
 pub(crate) struct Applied {
     /// By tag: the inbound's plan and the fingerprint of everything but its users.
     inbounds: HashMap<String, (InboundPlan, u64)>,
-    /// The fingerprint of each section a reload cannot apply, by its config key.
+    /// The fingerprint of each section, by its config key.
     sections: Vec<(&'static str, u64)>,
+    /// By tag: each outbound's fingerprint.
+    outbounds: HashMap<String, u64>,
 }
 
 impl Applied {
@@ -55,8 +61,22 @@ impl Applied {
                 .map(|i| (i.tag.clone(), (i.clone(), listener_fingerprint(i))))
                 .collect(),
             sections: sections(plan),
+            outbounds: plan
+                .outbounds
+                .iter()
+                .map(|o| (o.tag.clone(), fingerprint(o)))
+                .collect(),
         }
     }
+}
+
+/// What a reload did to the outbounds.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct OutboundChanges {
+    pub kept: usize,
+    pub added: usize,
+    pub replaced: usize,
+    pub removed: usize,
 }
 
 /// What a reload did, for the log line that reports it.
@@ -70,6 +90,8 @@ pub struct ReloadSummary {
     pub users_removed: usize,
     /// The number of routing rules now in force, when the reload replaced them.
     pub routing_rules: Option<usize>,
+    /// When the outbounds changed and the reload applied them.
+    pub outbounds: Option<OutboundChanges>,
     /// Config keys whose change needs a restart (`routing`, `outbounds`, …).
     pub not_applied: Vec<&'static str>,
 }
@@ -86,6 +108,13 @@ impl fmt::Display for ReloadSummary {
             self.users_added,
             self.users_removed
         )?;
+        if let Some(o) = &self.outbounds {
+            write!(
+                f,
+                "; outbounds: {} kept, {} added, {} replaced, {} removed",
+                o.kept, o.added, o.replaced, o.removed
+            )?;
+        }
         if let Some(rules) = self.routing_rules {
             write!(f, "; routing: {rules} rules")?;
         }
@@ -198,10 +227,34 @@ impl Running {
             let find = |list: &[(&'static str, u64)]| list.iter().find(|s| s.0 == key).map(|s| s.1);
             find(&new_sections) != find(&old_sections)
         };
+        let (outbounds_changed, routing_changed) = (changed("outbounds"), changed("routing"));
+        // Outbounds first: the rules below are resolved against their tags.
+        let mut outbounds_failure = None;
+        if outbounds_changed {
+            match self.reload_outbounds(plan) {
+                Ok(changes) => {
+                    info!(
+                        kept = changes.kept,
+                        added = changes.added,
+                        replaced = changes.replaced,
+                        removed = changes.removed,
+                        "reload: outbounds changed"
+                    );
+                    summary.outbounds = Some(changes);
+                    for (key, fp) in &mut old_sections {
+                        if *key == "outbounds" {
+                            *fp = fingerprint(&plan.outbounds);
+                        }
+                    }
+                }
+                Err(e) => outbounds_failure = Some(format!("outbounds are kept: {e}")),
+            }
+        }
         // Routing rules and balancers are swapped in whole, as the API's AddRule without
-        // `append` does, when the outbounds they name are the same ones.
+        // `append` does, when they or the outbounds they name changed (a balancer's selector
+        // may take in a new outbound).
         let mut routing_failure = None;
-        if changed("routing") && !changed("outbounds") {
+        if (routing_changed || outbounds_changed) && outbounds_failure.is_none() {
             let routing = &plan.routing;
             match self
                 .shared
@@ -234,6 +287,9 @@ impl Running {
         // their old fingerprints, so they are reported again until a restart.
         let mut applied = Applied::of(plan);
         applied.sections = old_sections;
+        if summary.outbounds.is_none() {
+            applied.outbounds = std::mem::take(&mut self.applied.outbounds);
+        }
         for failed in &failures {
             // The inbound runs its old settings again (or nothing): compare against those.
             if let Some(old) = self.applied.inbounds.remove(&failed.0) {
@@ -247,6 +303,7 @@ impl Running {
         let messages: Vec<String> = failures
             .into_iter()
             .map(|(_, message)| message)
+            .chain(outbounds_failure)
             .chain(routing_failure)
             .collect();
         if messages.is_empty() {
@@ -254,6 +311,64 @@ impl Running {
         } else {
             Err(messages.join("; "))
         }
+    }
+
+    /// Brings the outbounds table to `plan`'s outbounds, by tag: every new or changed one
+    /// (and every one chained through another) is built first, so a failure changes nothing.
+    fn reload_outbounds(&mut self, plan: &Plan) -> Result<OutboundChanges, String> {
+        if plan.outbounds.iter().any(|o| o.tag.is_empty())
+            || self.applied.outbounds.keys().any(String::is_empty)
+        {
+            return Err(
+                "an outbound without a tag cannot be followed across a reload; \
+                 the outbounds take effect at the next restart"
+                    .into(),
+            );
+        }
+        let shared = self.shared.clone();
+        let wanted: Vec<&skiff_config::OutboundPlan> = plan
+            .outbounds
+            .iter()
+            .filter(|o| {
+                o.via.is_some() || self.applied.outbounds.get(&o.tag) != Some(&fingerprint(*o))
+            })
+            .collect();
+        // Built from the whole list, so that a chain finds the outbound it goes through.
+        let all = crate::outbounds::build(
+            &plan.outbounds,
+            &shared.stats,
+            &shared.policy.system,
+            shared.resolver.as_ref(),
+        )?;
+        let mut changes = OutboundChanges::default();
+        // The file is the truth: outbounds it no longer has go, the API's included.
+        for (tag, _) in shared.outbounds.listed() {
+            if !plan.outbounds.iter().any(|o| *o.tag == *tag) && shared.outbounds.remove(&tag) {
+                info!(outbound = %tag, "reload: outbound removed; connections routed to it are closed");
+                changes.removed += 1;
+            }
+        }
+        for handler in all {
+            let Some(plan_of) = wanted.iter().find(|o| *o.tag == *handler.tag) else {
+                changes.kept += 1;
+                continue;
+            };
+            let listed_as = crate::handlers::xray_config_type(&plan_of.protocol);
+            let tag = handler.tag.clone();
+            if shared.outbounds.remove(&tag) {
+                changes.replaced += 1;
+            } else {
+                changes.added += 1;
+            }
+            match shared.outbounds.add(handler, listed_as) {
+                Ok(index) => shared.router.set_outbound_tag(index, &tag),
+                Err(()) => warn!(outbound = %tag, "reload: the outbound could not be added"),
+            }
+        }
+        if let Some(first) = plan.outbounds.first() {
+            shared.outbounds.set_default(&first.tag);
+        }
+        Ok(changes)
     }
 
     fn start_one(

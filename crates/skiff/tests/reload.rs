@@ -1,9 +1,10 @@
 //! `SIGHUP` reloads the config under load (issue 17, "Reload"): during a 30 s VLESS transfer
-//! and 500 idle connections, three reloads in turn: (a) a changed user list, (b) a new
-//! inbound and a routing rule, (c) a broken config. The transfer completes intact, every idle connection still
-//! echoes, the counters keep counting, the removed user's open connection is closed and the
-//! new user gets in, the new inbound serves, and the broken config is refused with its file,
-//! line and JSON path while the running one goes on.
+//! and 500 idle connections, four reloads in turn: (a) a changed user list, (b) a new
+//! inbound and a routing rule, (c) a broken config, (d) changed outbounds. The transfer
+//! completes intact, every idle connection still echoes, the counters keep counting, the
+//! removed user's open connection is closed and the new user gets in, the new inbound
+//! serves, the broken config is refused with its file, line and JSON path while the running
+//! one goes on, and the rule whose outbound became a freedom lets its port through.
 
 mod common;
 
@@ -316,6 +317,31 @@ fn sighup_reloads_users_and_inbounds_and_refuses_a_broken_config() {
     );
     open(&ports, echo, 0xd, b"still d").expect("the running config goes on");
     assert!(TcpStream::connect(("127.0.0.1", ports.socks)).is_ok());
+
+    // (d) Outbounds: `block` becomes a freedom (the rule naming it now lets the second echo
+    // through), `extra` is new, `direct` (which the transfer and the idle connections use)
+    // is kept.
+    let mut changed: serde_json::Value = serde_json::from_str(&config(
+        &ports,
+        &["a@x", "b@x", "d@x"],
+        true,
+        Some(other_echo),
+    ))
+    .unwrap();
+    changed["outbounds"][1]["protocol"] = "freedom".into();
+    changed["outbounds"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({ "tag": "extra", "protocol": "blackhole" }));
+    std::fs::write(&path, serde_json::to_string_pretty(&changed).unwrap()).unwrap();
+    sighup(pid);
+    let text = wait_log(&log, "reloaded:", 3);
+    assert!(
+        text.contains("outbounds: 1 kept, 1 added, 1 replaced, 0 removed; routing: 1 rules"),
+        "{text}"
+    );
+    open(&ports, other_echo, 0xd, b"now through a freedom")
+        .expect("the rule's outbound, replaced by a freedom, lets the second echo through");
 
     // Everything that was open is still there, and the transfer completes whole.
     for (i, conn) in idle.iter_mut().enumerate() {
