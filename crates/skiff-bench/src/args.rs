@@ -45,7 +45,9 @@ pub struct BenchArgs {
     /// Only combinations whose name contains one of these comma-separated words.
     #[arg(short = 'f', long, value_name = "WORDS")]
     pub filter: Option<String>,
-    /// Peers to run beside Skiff: auto (all found), none, or a list such as v2ray,xray=/opt/xray.
+    /// Peers to run beside Skiff: auto (all found on PATH; Xray and sing-box also through
+    /// XRAY_BIN / SING_BOX_BIN or ../shared/peers/bin), none, or a list such as
+    /// v2ray,xray=/opt/xray.
     #[arg(long, default_value = "auto", value_name = "LIST")]
     pub peers: String,
     /// Cap a side's CPU with a cgroup, e.g. 15%.

@@ -62,8 +62,10 @@ pub fn skiff(path: PathBuf) -> Implementation {
     }
 }
 
-/// Finds peers: `auto` = every known peer on PATH; otherwise a comma list of names, each
-/// optionally `name=PATH` (for a client/server pair, PATH is a directory holding both).
+/// Finds peers: `auto` = every known peer on PATH (Xray and sing-box also through XRAY_BIN and
+/// SING_BOX_BIN, or in the project's `../shared/peers/bin`, where the interop tests find them);
+/// otherwise a comma list of names, each optionally `name=PATH` (for a client/server pair,
+/// PATH is a directory holding both).
 /// Returns the peers found and a note for each one asked for but missing.
 pub fn discover(spec: &str) -> (Vec<Implementation>, Vec<String>) {
     let mut found = Vec::new();
@@ -95,7 +97,7 @@ pub fn discover(spec: &str) -> (Vec<Implementation>, Vec<String>) {
         let locate = |bin: &str| match &path {
             Some(p) if p.is_dir() => Some(p.join(bin)).filter(|c| c.is_file()),
             Some(p) => Some(p.clone()).filter(|c| c.is_file()),
-            None => which(bin),
+            None => which(bin).or_else(|| shared_peer(flavor, bin)),
         };
         match (locate(client_bin), locate(server_bin)) {
             (Some(client), Some(server)) => {
@@ -115,6 +117,28 @@ pub fn discover(spec: &str) -> (Vec<Implementation>, Vec<String>) {
         }
     }
     (found, missing)
+}
+
+/// The prebuilt Xray or sing-box the project keeps beside it: named by XRAY_BIN or
+/// SING_BOX_BIN, else `../shared/peers/bin/BIN` from the working directory (the repository's
+/// root) or from this crate's source (a `cargo run` from anywhere in it).
+fn shared_peer(flavor: Flavor, bin: &str) -> Option<PathBuf> {
+    let var = match flavor {
+        Flavor::Xray => "XRAY_BIN",
+        Flavor::SingBox => "SING_BOX_BIN",
+        _ => return None,
+    };
+    let from_source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/peers/bin");
+    std::env::var_os(var)
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([
+            Path::new("../shared/peers/bin").join(bin),
+            from_source.join(bin),
+        ])
+        .find(|p| p.is_file())
+        // Absolute: the hops run in other directories.
+        .and_then(|p| p.canonicalize().ok())
 }
 
 fn version_args(flavor: Flavor) -> &'static [&'static str] {
