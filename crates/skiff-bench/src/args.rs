@@ -77,6 +77,16 @@ pub struct BenchArgs {
     /// Cross-check the raw and tunnel rows with iperf3 over the same path.
     #[arg(long)]
     pub iperf3: bool,
+    /// Instead of the TCP rows, the UDP FEC rows (needs --link): a flow of 1000-byte
+    /// datagrams at --fec-rate through Skiff's UDPspeeder-compatible pair and speederv2's
+    /// (SPEEDERV2_BIN, PATH or ../shared/peers/bin) with `-f X:Y` (e.g. 20:10), in turns,
+    /// echoed back: the application's loss, round trip p50/p99, link bytes per payload byte
+    /// and CPU per GiB. -t sets each run's length (default 20s), -r the runs (default 3).
+    #[arg(long, value_name = "X:Y")]
+    pub udp_fec: Option<String>,
+    /// Datagrams per second of the --udp-fec flow.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub fec_rate: u32,
     /// Write results.json, results.md and chart.svg here.
     #[arg(short = 'o', long, value_name = "DIR")]
     pub out: Option<PathBuf>,

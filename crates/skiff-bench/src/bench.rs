@@ -96,6 +96,10 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
     place.tcp_congestion = Some(cc.clone());
     let ping = link.as_ref().and_then(crate::netlab::probe);
     let workdir = WorkDir::new().map_err(|e| format!("cannot create a scratch directory: {e}"))?;
+    if let Some(fec) = &args.udp_fec {
+        let link = link.as_ref().ok_or("--udp-fec needs --link")?;
+        return udp_fec_rows(&args, fec, link, &skiff, &workdir, ping.as_ref());
+    }
 
     let jobs = &plan.jobs;
     let bar = progress_bar(jobs.len() as u64);
@@ -219,6 +223,77 @@ fn run(args: BenchArgs) -> Result<ExitCode, String> {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(2)
+    })
+}
+
+/// `--udp-fec`: the UDP FEC rows on the link, Skiff beside speederv2, printed (and written to
+/// `udp-fec.md` with --out).
+fn udp_fec_rows(
+    args: &BenchArgs,
+    fec: &str,
+    link: &crate::link::Link,
+    skiff: &Implementation,
+    workdir: &WorkDir,
+    ping: Option<&crate::link::PingStats>,
+) -> Result<ExitCode, String> {
+    use crate::udp_fec::{self, FecImpl, FecOptions};
+    let valid = fec.split(',').all(|g| {
+        g.split_once(':')
+            .is_some_and(|(x, y)| x.parse::<u8>().is_ok() && y.parse::<u8>().is_ok())
+    });
+    if !valid {
+        return Err(format!("--udp-fec: `{fec}` is not X:Y (e.g. 20:10)"));
+    }
+    let duration = match &args.time {
+        Some(t) => crate::args::parse_duration(t)?,
+        None => Duration::from_secs(20),
+    };
+    let opts = FecOptions {
+        fec: fec.to_string(),
+        rate: args.fec_rate.max(1),
+        duration,
+    };
+    let mut imps = vec![FecImpl::Skiff(skiff.client.clone())];
+    match udp_fec::find_speederv2() {
+        Some(path) if args.peers != "none" => imps.push(FecImpl::Speederv2(path)),
+        Some(_) => {}
+        None => eprintln!(
+            "warning: speederv2 not found (SPEEDERV2_BIN, PATH or ../shared/peers/bin): Skiff runs alone"
+        ),
+    }
+    let repeats = args.repeats.unwrap_or(3).max(1);
+    let bar = progress_bar(u64::from(repeats) * imps.len() as u64);
+    let rows = udp_fec::run_rows(&imps, link, &opts, repeats, &workdir.0, &|step| {
+        bar.set_message(step.to_string());
+        bar.inc(1);
+    });
+    bar.finish_and_clear();
+    if crate::netlab::interrupted() {
+        return Err("interrupted; namespaces and processes were cleaned up".into());
+    }
+    let mut text = format!(
+        "UDP FEC rows: -f {fec}, mode 0, a {} B datagram flow at {}/s for {:?} per run, echoed back; {}; {}\n\n",
+        udp_fec::DATAGRAM,
+        opts.rate,
+        opts.duration,
+        link.describe(),
+        crate::netlab::measured(&link.counters(), ping),
+    );
+    text.push_str(&udp_fec::table(&rows, link.spec().delay * 2));
+    println!("{text}");
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let path = dir.join("udp-fec.md");
+        std::fs::write(&path, &text)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    let failed = rows.iter().any(|(_, r)| r.is_err());
+    Ok(if failed {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
     })
 }
 

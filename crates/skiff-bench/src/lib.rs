@@ -21,6 +21,7 @@ pub mod stats;
 pub mod tls;
 pub mod traffic;
 pub mod turns;
+pub mod udp_fec;
 pub mod verdict;
 
 pub use args::BenchArgs;

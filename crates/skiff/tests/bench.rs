@@ -467,3 +467,52 @@ fn sing_box_runs_every_combination_it_speaks_beside_skiff() {
     assert!(stdout.contains("x sing-box, "), "{stdout}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `--udp-fec`: a short flow through Skiff's UDPspeeder-compatible pair and speederv2's on a
+/// lossy emulated link (root), both rows in the table with their figures, and FEC bringing
+/// the application's loss under what the link drops on a round trip.
+#[test]
+fn udp_fec_rows_run_skiff_beside_speederv2_on_a_lossy_link() {
+    if let Err(why) = skiff_bench::link::check_support() {
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root: {why}");
+        println!("skipped: --udp-fec needs a link: {why}");
+        return;
+    }
+    let Some(speederv2) = common::shared_peer("speederv2", "SPEEDERV2_BIN") else {
+        return;
+    };
+    let result = skiff()
+        .args([
+            "bench",
+            "--link",
+            "delay=20ms,loss=5%",
+            "--udp-fec",
+            "10:6",
+            "--fec-rate",
+            "250",
+            "-t",
+            "2s",
+            "-r",
+            "1",
+        ])
+        .env("SPEEDERV2_BIN", &speederv2)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("UDP FEC rows: -f 10:6"), "{stdout}");
+    for name in ["skiff", "speederv2"] {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {name} |")))
+            .unwrap_or_else(|| panic!("no {name} row in:\n{stdout}"));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(cells[2], "1 × 500 datagrams", "{row}");
+        // 5 % each way loses about 10 % of round trips without FEC; 10:6 recovers most.
+        let loss: f64 = cells[3].split(' ').next().unwrap().parse().unwrap();
+        assert!(loss < 9.75, "{name}: {loss} % lost: {row}");
+        let overhead: f64 = cells[6].parse().unwrap();
+        assert!(overhead > 1.0, "{name}: FEC adds bytes: {row}");
+    }
+}
