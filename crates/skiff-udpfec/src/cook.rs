@@ -46,9 +46,7 @@ impl CookOptions {
             skiff_crypto::random::fill(&mut draw);
             let pad_len = OBSCURE_MIN + draw[0] as usize % (OBSCURE_MAX - OBSCURE_MIN + 1);
             let pad = &draw[1..1 + pad_len];
-            for (i, b) in packet.iter_mut().enumerate() {
-                *b ^= pad[i % pad_len];
-            }
+            xor_repeating(packet, pad);
             packet.extend_from_slice(pad);
             packet.push(pad_len as u8);
         }
@@ -70,9 +68,7 @@ impl CookOptions {
             len -= 1 + pad_len;
             if pad_len > 0 {
                 let (body, rest) = packet.split_at_mut(len);
-                for (i, b) in body.iter_mut().enumerate() {
-                    *b ^= rest[i % pad_len];
-                }
+                xor_repeating(body, &rest[..pad_len]);
             }
         }
         if !self.disable_checksum {
@@ -91,11 +87,33 @@ impl CookOptions {
 
 /// speederv2's `encrypt_0`: XOR with the key repeated; an empty key leaves the data alone.
 fn xor_with_key(data: &mut [u8], key: &[u8]) {
-    if key.is_empty() {
+    xor_repeating(data, key);
+}
+
+/// XORs `data` with `pattern` repeated from its first byte (nothing when `pattern` is
+/// empty). Byte by byte, with the pattern's index taken modulo its length, this was a
+/// division per byte and most of the tunnel's CPU per datagram; here the pattern is laid out
+/// whole-times into a block of about 256 bytes, and each block-long piece of `data` is XORed
+/// with it as two equal slices, which the compiler turns into vector instructions.
+fn xor_repeating(data: &mut [u8], pattern: &[u8]) {
+    const BLOCK: usize = 256;
+    if pattern.is_empty() {
         return;
     }
-    for (b, k) in data.iter_mut().zip(key.iter().cycle()) {
-        *b ^= k;
+    let mut laid_out = [0u8; BLOCK];
+    let block: &[u8] = if pattern.len() >= BLOCK {
+        pattern
+    } else {
+        let whole = BLOCK / pattern.len() * pattern.len();
+        for chunk in laid_out[..whole].chunks_exact_mut(pattern.len()) {
+            chunk.copy_from_slice(pattern);
+        }
+        &laid_out[..whole]
+    };
+    for piece in data.chunks_mut(block.len()) {
+        for (b, k) in piece.iter_mut().zip(block) {
+            *b ^= k;
+        }
     }
 }
 
@@ -126,6 +144,23 @@ mod tests {
         options.cook(&mut packet);
         // The CRC-32 check value of "123456789".
         assert_eq!(&packet[9..], &0xCBF4_3926u32.to_be_bytes());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn xor_repeating_is_the_pattern_cycled(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2000),
+            pattern in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+        ) {
+            let mut fast = data.clone();
+            xor_repeating(&mut fast, &pattern);
+            let slow: Vec<u8> = if pattern.is_empty() {
+                data.clone()
+            } else {
+                data.iter().zip(pattern.iter().cycle()).map(|(b, k)| b ^ k).collect()
+            };
+            proptest::prop_assert_eq!(fast, slow);
+        }
     }
 
     #[test]
