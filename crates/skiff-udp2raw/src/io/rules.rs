@@ -1,0 +1,1 @@
+//! Firewall rules (`autoRule`, udp2raw's `-a`): placeholder filled in by a later step.
