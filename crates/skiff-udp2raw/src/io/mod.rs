@@ -87,13 +87,20 @@ pub struct Stats {
     pub raw_dropped: AtomicU64,
     pub udp_in: AtomicU64,
     pub udp_out: AtomicU64,
+    /// Handshake entries created (server) or handshakes sent (client).
     pub handshakes: AtomicU64,
+    /// Connections that turned ready.
     pub ready: AtomicU64,
+    /// Server: the most handshake entries held at once.
+    pub max_pending: AtomicU64,
 }
 
 impl Stats {
     pub fn get(c: &AtomicU64) -> u64 {
         c.load(Ordering::Relaxed)
+    }
+    fn max(c: &AtomicU64, v: u64) {
+        c.fetch_max(v, Ordering::Relaxed);
     }
     fn bump(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);

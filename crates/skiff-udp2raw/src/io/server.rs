@@ -235,6 +235,7 @@ fn on_raw(
                             },
                         );
                         Stats::bump(&handle.stats.handshakes);
+                        Stats::max(&handle.stats.max_pending, pending as u64 + 1);
                     }
                     Some(false) => {}
                 }
