@@ -46,8 +46,12 @@ struct Conn {
 
 /// Runs a client until `handle.stop()`; errors only when a socket cannot be opened or used.
 pub fn run(cfg: &Config, handle: &Handle) -> io::Result<()> {
+    run_on(cfg, handle, UdpSocket::bind(cfg.listen)?)
+}
+
+/// As [`run`], on an already bound UDP socket (`cfg.listen` is then not used).
+pub fn run_on(cfg: &Config, handle: &Handle, udp: UdpSocket) -> io::Result<()> {
     let raw_sock = RawSocket::open()?;
-    let udp = UdpSocket::bind(cfg.listen)?;
     udp.set_nonblocking(true)?;
     let server = v4(cfg.remote.ip())?;
     let codec = Codec::new(&cfg.password, Role::Client, cfg.cipher, cfg.auth);
