@@ -124,11 +124,17 @@ struct Running {
     local: SocketAddr,
     server: Address,
     handle: Handle,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Drop for Running {
+    /// Stops the client and waits for its thread (one poll interval), so that its firewall
+    /// rules are gone before the process exits.
     fn drop(&mut self) {
         self.handle.stop();
+        if let Some(t) = self.thread.lock().ok().and_then(|mut t| t.take()) {
+            let _ = t.join();
+        }
     }
 }
 
@@ -176,7 +182,7 @@ impl Udp2rawClient {
                 };
                 // Fails here, plainly, without root or CAP_NET_RAW.
                 drop(u2r::RawSocket::open()?);
-                std::thread::Builder::new()
+                let thread = std::thread::Builder::new()
                     .name("udp2raw-client".into())
                     .spawn(move || {
                         let _rules = rules;
@@ -188,6 +194,7 @@ impl Udp2rawClient {
                     local,
                     server: Address::Ip(server),
                     handle,
+                    thread: std::sync::Mutex::new(Some(thread)),
                 }))
             })
             .await
