@@ -116,6 +116,7 @@ pub fn xray_config_type(protocol: &OutboundProtocol) -> &'static str {
         // Skiff's own protocols have no Xray message.
         OutboundProtocol::Kcptun(_) => "skiff.proxy.kcptun.Config",
         OutboundProtocol::Udpspeeder(_) => "skiff.proxy.udpspeeder.Config",
+        OutboundProtocol::Udp2raw(_) => "skiff.proxy.udp2raw.Config",
     }
 }
 

@@ -40,6 +40,8 @@ pub enum InboundKind {
     },
     /// A UDPspeeder v2 server: FEC datagrams on the UDP port, conversations to its target.
     Udpspeeder(Arc<skiff_proto::udpspeeder::server::UdpspeederServer>),
+    /// A udp2raw server: raw packets on the inbound's address and port, UDP to its target.
+    Udp2raw(Arc<crate::udp2raw::Udp2rawServer>),
 }
 
 pub struct InboundHandler {
@@ -182,6 +184,12 @@ impl InboundHandler {
                 false,
                 true,
             ),
+            InboundProtocol::Udp2raw(u) => (
+                InboundKind::Udp2raw(Arc::new(crate::udp2raw::Udp2rawServer { plan: u.clone() })),
+                0,
+                false,
+                true,
+            ),
             InboundProtocol::Vmess(v) => {
                 let users: Vec<VmessUser> = v
                     .clients
@@ -248,6 +256,8 @@ impl InboundHandler {
             InboundKind::Kcptun { .. } => Some(&TunnelInbound),
             // UDP only: its listener is served by `udpspeeder::server`, never by dispatch.
             InboundKind::Udpspeeder(_) => None,
+            // Raw packets: served by `udp2raw::serve`, never by dispatch.
+            InboundKind::Udp2raw(_) => None,
         }
     }
 
@@ -262,6 +272,7 @@ impl InboundHandler {
             InboundKind::Vmess(_) => "vmess",
             InboundKind::Kcptun { .. } => "kcptun",
             InboundKind::Udpspeeder(_) => "udpspeeder",
+            InboundKind::Udp2raw(_) => "udp2raw",
         }
     }
 }

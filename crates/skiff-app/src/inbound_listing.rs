@@ -551,6 +551,7 @@ fn proxy_settings(plan: &InboundPlan, handler: &InboundHandler) -> TypedMessage 
         // Skiff's own protocols have no Xray message: listed by a type name of Skiff's.
         InboundProtocol::Kcptun(_) => typed_message("skiff.proxy.kcptun.Config", &()),
         InboundProtocol::Udpspeeder(_) => typed_message("skiff.proxy.udpspeeder.Config", &()),
+        InboundProtocol::Udp2raw(_) => typed_message("skiff.proxy.udp2raw.Config", &()),
     }
 }
 

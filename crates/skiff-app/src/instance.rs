@@ -357,6 +357,12 @@ pub(crate) fn start_inbound(
                                 shutdown,
                             ))
                         }
+                        InboundKind::Udp2raw(server) => tokio::spawn(crate::udp2raw::serve(
+                            inbound.tag.clone(),
+                            socket,
+                            server.clone(),
+                            shutdown,
+                        )),
                         InboundKind::Shadowsocks(server) => {
                             let connector = RoutedPacketConnector {
                                 shared,

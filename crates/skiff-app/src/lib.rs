@@ -22,6 +22,7 @@ mod sniffing;
 mod stream_settings;
 mod tunnel;
 mod udp;
+mod udp2raw;
 mod udp_stream;
 mod udpspeeder;
 mod users;

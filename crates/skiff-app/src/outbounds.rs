@@ -222,6 +222,7 @@ fn make(
                 u.port,
             ))
         }
+        OutboundProtocol::Udp2raw(u) => Arc::new(crate::udp2raw::Udp2rawClient::new(u.clone())),
         OutboundProtocol::Kcptun(k) => {
             let server = Address::from_host(&k.address, k.port);
             Arc::new(KcptunOutbound {

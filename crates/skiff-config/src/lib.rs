@@ -11,6 +11,7 @@
 pub mod comments;
 pub mod diag;
 pub mod plan;
+pub mod plan_udp2raw;
 pub mod plan_udpspeeder;
 pub mod rule_lists;
 

@@ -126,6 +126,7 @@ pub enum InboundProtocol {
     Vmess(VmessInbound),
     Kcptun(KcptunInbound),
     Udpspeeder(crate::plan_udpspeeder::UdpspeederInbound),
+    Udp2raw(crate::plan_udp2raw::Udp2rawInbound),
 }
 
 impl InboundProtocol {
@@ -220,6 +221,7 @@ pub enum OutboundProtocol {
     Vmess(VmessOutbound),
     Kcptun(KcptunOutbound),
     Udpspeeder(crate::plan_udpspeeder::UdpspeederOutbound),
+    Udp2raw(crate::plan_udp2raw::Udp2rawOutbound),
     /// Xray's `dns` outbound, its settings as skiff-dns takes them.
     Dns(skiff_dns::outbound::DnsOutboundConfig),
 }

@@ -276,6 +276,13 @@ impl Display for Inbound<'_> {
                     udpspeeder_tuning(&u.tuning),
                 ],
             ),
+            InboundProtocol::Udp2raw(u) => (
+                "udp2raw",
+                vec![
+                    format!("to {}:{}", u.target_host, u.target_port),
+                    udp2raw_tuning(&u.tuning),
+                ],
+            ),
             InboundProtocol::Kcptun(k) => {
                 let host = if k.target_host.contains(':') {
                     format!("[{}]", k.target_host)
@@ -631,6 +638,15 @@ impl Display for Outbound<'_> {
                     udpspeeder_tuning(&u.tuning)
                 )?;
             }
+            OutboundProtocol::Udp2raw(u) => {
+                write!(
+                    f,
+                    "udp2raw to {}:{}, {}",
+                    u.address,
+                    u.port,
+                    udp2raw_tuning(&u.tuning)
+                )?;
+            }
             OutboundProtocol::Kcptun(k) => {
                 let host = if k.address.contains(':') {
                     format!("[{}]", k.address)
@@ -828,6 +844,19 @@ fn level_changes(level: &LevelPolicy) -> Vec<String> {
 }
 
 /// The kcptun settings both ends must agree on, in kcptun's words.
+/// udp2raw's knobs in one line; never the key.
+fn udp2raw_tuning(t: &crate::plan_udp2raw::Udp2rawTuning) -> String {
+    format!(
+        "{} {} {}, seq mode {}{}{}",
+        t.raw_mode.name(),
+        t.cipher.name(),
+        t.auth.name(),
+        t.seq_mode,
+        if t.fix_gro { ", fix-gro" } else { "" },
+        if t.auto_rule { ", auto rules" } else { "" }
+    )
+}
+
 /// speederv2's knobs in one line; says whether a key is set, never the key.
 fn udpspeeder_tuning(t: &crate::plan_udpspeeder::UdpspeederTuning) -> String {
     let p = &t.params;

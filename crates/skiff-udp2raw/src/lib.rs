@@ -13,8 +13,8 @@
 //! - [`headers`]: the outer IPv4/IPv6 + fake TCP, UDP or ICMP echo headers, with checksums;
 //!   [`faketcp`]: how udp2raw moves seq/ack numbers along.
 //!
-//! Nothing here opens a socket: the raw-socket side, the firewall rules and the tunnel state
-//! machine live elsewhere. Every decoder returns an [`Error`] on bad input, never panics, and
+//! Everything but [`io`] is sans-IO; [`io`] holds the raw sockets, the firewall rules and the
+//! tunnel state machine (Linux only). Every decoder returns an [`Error`] on bad input, never panics, and
 //! allocates at most a small multiple of its input.
 
 pub mod auth;
@@ -23,6 +23,7 @@ pub mod codec;
 pub mod faketcp;
 pub mod gro;
 pub mod headers;
+pub mod io;
 pub mod key;
 pub mod packet;
 pub mod replay;

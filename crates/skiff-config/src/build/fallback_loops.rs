@@ -122,7 +122,7 @@ fn listens_at(plan: &InboundPlan, host: Option<&str>, port: u16) -> bool {
         .any(|range| range.first <= port && port <= range.last);
     let tcp = !matches!(
         plan.protocol,
-        InboundProtocol::Kcptun(_) | InboundProtocol::Udpspeeder(_)
+        InboundProtocol::Kcptun(_) | InboundProtocol::Udpspeeder(_) | InboundProtocol::Udp2raw(_)
     ) && matches!(
         plan.stream.network,
         StreamNetwork::Tcp

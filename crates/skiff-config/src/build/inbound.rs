@@ -105,6 +105,15 @@ fn build_inbound(item: &Item<RawInbound>, diags: &mut Vec<Diagnostic>) -> Option
             "udpspeeder brings its own transport (FEC over UDP): streamSettings do not apply",
         ));
     }
+    if let Some(InboundProtocol::Udp2raw(_)) = &protocol
+        && stream != StreamPlan::default()
+    {
+        diags.push(
+            loc.key("streamSettings").error(
+                "udp2raw brings its own transport (raw packets): streamSettings do not apply",
+            ),
+        );
+    }
     if let Some(InboundProtocol::Kcptun(_)) = &protocol
         && stream != StreamPlan::default()
     {

@@ -161,6 +161,8 @@ mod tests_shadowsocks;
 #[cfg(test)]
 mod tests_sniffing;
 #[cfg(test)]
+mod tests_udp2raw;
+#[cfg(test)]
 mod tests_udpspeeder;
 #[cfg(test)]
 mod tests_vmess;

@@ -91,6 +91,18 @@ fn build_outbound(
             ));
         }
     }
+    if let Some(OutboundProtocol::Udp2raw(_)) = &protocol {
+        if stream != StreamPlan::default() {
+            diags.push(loc.key("streamSettings").error(
+                "udp2raw brings its own transport (raw packets): streamSettings do not apply",
+            ));
+        }
+        if via.is_some() {
+            diags.push(loc.key("proxySettings").error(
+                "udp2raw sends raw packets to its server: it cannot be chained through another outbound",
+            ));
+        }
+    }
     if let Some(OutboundProtocol::Kcptun(_)) = &protocol {
         if stream != StreamPlan::default() {
             diags.push(loc.key("streamSettings").error(

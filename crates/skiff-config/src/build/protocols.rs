@@ -27,6 +27,7 @@ mod fallbacks;
 pub(super) mod kcptun;
 mod shadowsocks;
 mod trojan;
+mod udp2raw;
 mod udpspeeder;
 mod vless;
 mod vmess;
@@ -91,6 +92,8 @@ pub fn inbound_protocol(
             .map(InboundProtocol::Kcptun),
         "udpspeeder" => udpspeeder::inbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
             .map(InboundProtocol::Udpspeeder),
+        "udp2raw" => udp2raw::inbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
+            .map(InboundProtocol::Udp2raw),
         n if NOT_YET.contains(&n) || n == "tun" => {
             diags.push(not_supported(n, loc));
             None
@@ -135,6 +138,8 @@ pub fn outbound_protocol(
             .map(OutboundProtocol::Kcptun),
         "udpspeeder" => udpspeeder::outbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
             .map(OutboundProtocol::Udpspeeder),
+        "udp2raw" => udp2raw::outbound(settings(raw_settings, &sloc, diags)?, &sloc, diags)
+            .map(OutboundProtocol::Udp2raw),
         "dns" => dns_outbound(settings(raw_settings, &sloc, diags)?, &sloc, geo, diags)
             .map(OutboundProtocol::Dns),
         n if NOT_YET.contains(&n) || ["socks", "http", "loopback"].contains(&n) => {

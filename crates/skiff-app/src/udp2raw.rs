@@ -1,0 +1,258 @@
+//! udp2raw in Skiff. The codec and the tunnel ends are `skiff-udp2raw`'s; its raw-socket loops
+//! are blocking, so each runs on a thread of its own.
+//!
+//! - inbound (server): `io::server` on the inbound's address and port, every conversation to
+//!   the fixed `settings.target` (like `udp2raw -s -l … -r …`); stopped on shutdown.
+//! - outbound (client): on first use, `io::client` listening on a loopback port; every routed
+//!   UDP session is a loopback socket to it, that is one conversation in the tunnel. The
+//!   destination is not sent: the server's target decides, as with udp2raw.
+//!
+//! `autoRule` installs the firewall rules (`skiff_udp2raw::io::rules`) for as long as the end
+//! runs; a crashed run's rules are removed by the next start.
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket as StdUdpSocket};
+use std::path::Path;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use skiff_config::plan_udp2raw::{Udp2rawInbound, Udp2rawOutbound, Udp2rawTuning};
+use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Metadata, Outbound, PacketConn};
+use skiff_udp2raw::io::rules::{DEFAULT_STATE_DIR, Flow, Rules};
+use skiff_udp2raw::io::{self as u2r, Config, Handle};
+use tokio::io::ReadBuf;
+use tokio::net::UdpSocket;
+use tokio::sync::{OnceCell, watch};
+use tracing::{info, warn};
+
+fn config(t: &Udp2rawTuning, listen: SocketAddr, remote: SocketAddr) -> Config {
+    let mut c = Config::new(
+        skiff_udp2raw::cli_password(&t.key),
+        t.raw_mode,
+        listen,
+        remote,
+    );
+    c.cipher = t.cipher;
+    c.auth = t.auth;
+    c.seq_mode = t.seq_mode;
+    c.fix_gro = t.fix_gro;
+    c
+}
+
+/// The inbound's plan, kept until its listener is bound.
+#[derive(Debug)]
+pub struct Udp2rawServer {
+    pub plan: Udp2rawInbound,
+}
+
+/// Runs the server on `socket`'s address until `shutdown`. The UDP socket itself is only
+/// held: it keeps the port reserved (and, in `udp` raw mode, the kernel from answering with
+/// port-unreachables); the tunnel reads raw packets.
+pub async fn serve(
+    tag: Arc<str>,
+    socket: Arc<tokio::net::UdpSocket>,
+    server: Arc<Udp2rawServer>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let listen = match socket.local_addr() {
+        Ok(a) => a,
+        Err(e) => {
+            warn!(inbound = %tag, error = %e, "udp2raw: no listen address");
+            return;
+        }
+    };
+    let target = match tokio::net::lookup_host((
+        server.plan.target_host.as_str(),
+        server.plan.target_port,
+    ))
+    .await
+    .ok()
+    .and_then(|mut a| a.next())
+    {
+        Some(t) => t,
+        None => {
+            warn!(inbound = %tag, target = %server.plan.target_host, "udp2raw: target does not resolve");
+            return;
+        }
+    };
+    let tuning = server.plan.tuning.clone();
+    let cfg = config(&tuning, listen, target);
+    let handle = Handle::default();
+    let h2 = handle.clone();
+    let tag2 = tag.clone();
+    let task = tokio::task::spawn_blocking(move || {
+        let _rules = if tuning.auto_rule {
+            match Rules::install(
+                tuning.raw_mode,
+                Flow::Server { listen },
+                Path::new(DEFAULT_STATE_DIR),
+            ) {
+                Ok(r) => {
+                    info!(inbound = %tag2, chain = r.chain(), "udp2raw firewall rules added");
+                    Some(r)
+                }
+                Err(e) => {
+                    warn!(inbound = %tag2, error = %e, "udp2raw");
+                    return;
+                }
+            }
+        } else {
+            None
+        };
+        if let Err(e) = u2r::server::run(&cfg, &h2) {
+            warn!(inbound = %tag2, error = %e, "udp2raw server stopped");
+        }
+    });
+    tokio::pin!(task);
+    tokio::select! {
+        _ = shutdown.changed() => {
+            handle.stop();
+            let _ = task.await;
+        }
+        _ = &mut task => {}
+    }
+    drop(socket);
+}
+
+/// The outbound: a client tunnel started on first use.
+pub struct Udp2rawClient {
+    plan: Udp2rawOutbound,
+    running: OnceCell<Arc<Running>>,
+}
+
+struct Running {
+    local: SocketAddr,
+    server: Address,
+    handle: Handle,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Drop for Running {
+    /// Stops the client and waits for its thread (one poll interval), so that its firewall
+    /// rules are gone before the process exits.
+    fn drop(&mut self) {
+        self.handle.stop();
+        if let Some(t) = self.thread.lock().ok().and_then(|mut t| t.take()) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Udp2rawClient {
+    pub fn new(plan: Udp2rawOutbound) -> Udp2rawClient {
+        Udp2rawClient {
+            plan,
+            running: OnceCell::new(),
+        }
+    }
+
+    async fn running(&self) -> io::Result<Arc<Running>> {
+        self.running
+            .get_or_try_init(|| async {
+                let server: SocketAddr = format!("{}:{}", self.plan.address, self.plan.port)
+                    .parse()
+                    .map_err(|_| {
+                        io::Error::new(
+                            io::ErrorKind::InvalidInput,
+                            "udp2raw server is not an IPv4 address",
+                        )
+                    })?;
+                let udp = StdUdpSocket::bind(("127.0.0.1", 0))?;
+                let local = udp.local_addr()?;
+                let tuning = self.plan.tuning.clone();
+                let cfg = config(&tuning, local, server);
+                let handle = Handle::default();
+                let h2 = handle.clone();
+                // Rules first, so that a missing privilege fails the bind, not a thread.
+                let rules = if tuning.auto_rule {
+                    let raw_mode = tuning.raw_mode;
+                    Some(
+                        tokio::task::spawn_blocking(move || {
+                            Rules::install(
+                                raw_mode,
+                                Flow::Client { server },
+                                Path::new(DEFAULT_STATE_DIR),
+                            )
+                        })
+                        .await
+                        .map_err(io::Error::other)??,
+                    )
+                } else {
+                    None
+                };
+                // Fails here, plainly, without root or CAP_NET_RAW.
+                drop(u2r::RawSocket::open()?);
+                let thread = std::thread::Builder::new()
+                    .name("udp2raw-client".into())
+                    .spawn(move || {
+                        let _rules = rules;
+                        if let Err(e) = u2r::client::run_on(&cfg, &h2, udp) {
+                            warn!(error = %e, "udp2raw client stopped");
+                        }
+                    })?;
+                Ok(Arc::new(Running {
+                    local,
+                    server: Address::Ip(server),
+                    handle,
+                    thread: std::sync::Mutex::new(Some(thread)),
+                }))
+            })
+            .await
+            .cloned()
+    }
+}
+
+impl Outbound for Udp2rawClient {
+    fn connect<'a>(
+        &'a self,
+        _meta: &'a Metadata,
+        _destination: &'a Address,
+    ) -> BoxFuture<'a, io::Result<BoxStream>> {
+        Box::pin(async {
+            Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "udp2raw carries UDP only",
+            ))
+        })
+    }
+
+    fn bind<'a>(&'a self, _meta: &'a Metadata) -> BoxFuture<'a, io::Result<BoxPacketConn>> {
+        Box::pin(async move {
+            let running = self.running().await?;
+            let socket = UdpSocket::bind(("127.0.0.1", 0)).await?;
+            socket.connect(running.local).await?;
+            Ok(Box::new(Conversation { socket, running }) as BoxPacketConn)
+        })
+    }
+}
+
+/// One routed UDP session: one conversation in the tunnel.
+struct Conversation {
+    socket: UdpSocket,
+    running: Arc<Running>,
+}
+
+impl PacketConn for Conversation {
+    fn poll_recv_from(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<Address>> {
+        match self.socket.poll_recv(cx, buf) {
+            Poll::Ready(Ok(())) => Poll::Ready(Ok(self.running.server.clone())),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn send_to<'a>(
+        &'a self,
+        payload: &'a [u8],
+        _destination: &'a Address,
+    ) -> BoxFuture<'a, io::Result<()>> {
+        Box::pin(async move {
+            self.socket.send(payload).await?;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,146 @@
+//! udp2raw settings: udp2raw's defaults, every key, and path-precise errors.
+
+use crate::plan_udp2raw::{AuthMode, CipherMode, RawMode};
+use crate::{Diagnostic, InboundProtocol, OutboundProtocol, Plan, Severity, Source, load_sources};
+
+fn load(text: &str) -> Result<(Plan, Vec<Diagnostic>), Vec<Diagnostic>> {
+    load_sources(&[Source {
+        name: "t.json".into(),
+        text: text.into(),
+    }])
+    .map(|l| (l.plan, l.warnings))
+}
+
+fn inbound(settings: &str) -> String {
+    format!(r#"{{"inbounds": [{{"port": 4096, "protocol": "udp2raw", "settings": {settings}}}]}}"#)
+}
+
+fn outbound(settings: &str) -> String {
+    format!(r#"{{"outbounds": [{{"tag": "u", "protocol": "udp2raw", "settings": {settings}}}]}}"#)
+}
+
+fn has_error(text: &str, path: &str, needle: &str) {
+    let diags = match load(text) {
+        Ok(_) => panic!("expected errors for {text}"),
+        Err(diags) => diags,
+    };
+    assert!(
+        diags
+            .iter()
+            .any(|d| d.severity == Severity::Error && d.path == path && d.message.contains(needle)),
+        "no error at `{path}` containing `{needle}` in {diags:#?}"
+    );
+}
+
+#[test]
+fn defaults_are_udp2raws() {
+    let (plan, _) = load(&inbound(r#"{"target": "127.0.0.1:7000"}"#)).unwrap();
+    let InboundProtocol::Udp2raw(u) = &plan.inbounds[0].protocol else {
+        panic!("not udp2raw");
+    };
+    assert_eq!((u.target_host.as_str(), u.target_port), ("127.0.0.1", 7000));
+    let t = &u.tuning;
+    assert_eq!(t.key, b"secret key");
+    assert_eq!(
+        (
+            t.raw_mode,
+            t.cipher,
+            t.auth,
+            t.seq_mode,
+            t.fix_gro,
+            t.auto_rule
+        ),
+        (
+            RawMode::FakeTcp,
+            CipherMode::Aes128Cbc,
+            AuthMode::Md5,
+            3,
+            false,
+            false
+        )
+    );
+}
+
+#[test]
+fn every_key() {
+    let (plan, _) = load(&outbound(
+        r#"{"address": "10.0.0.1", "port": 4096, "key": "k", "rawMode": "icmp",
+            "cipherMode": "xor", "authMode": "hmac_sha1", "seqMode": 0, "fixGro": true,
+            "autoRule": true}"#,
+    ))
+    .unwrap();
+    let OutboundProtocol::Udp2raw(u) = &plan.outbounds[0].protocol else {
+        panic!("not udp2raw");
+    };
+    assert_eq!((u.address.as_str(), u.port), ("10.0.0.1", 4096));
+    let t = &u.tuning;
+    assert_eq!(t.key, b"k");
+    assert_eq!(
+        (
+            t.raw_mode,
+            t.cipher,
+            t.auth,
+            t.seq_mode,
+            t.fix_gro,
+            t.auto_rule
+        ),
+        (
+            RawMode::Icmp,
+            CipherMode::Xor,
+            AuthMode::HmacSha1,
+            0,
+            true,
+            true
+        )
+    );
+    assert!(!format!("{t:?}").contains("\"k\""), "Debug hides the key");
+}
+
+#[test]
+fn errors_name_their_path() {
+    has_error(
+        &inbound("{}"),
+        "inbounds[0].settings.target",
+        "missing `target`",
+    );
+    has_error(
+        &inbound(r#"{"target": "nope"}"#),
+        "inbounds[0].settings.target",
+        "host:port",
+    );
+    has_error(
+        &inbound(r#"{"target": "127.0.0.1:1", "rawMode": "tcp"}"#),
+        "inbounds[0].settings.rawMode",
+        "faketcp",
+    );
+    has_error(
+        &inbound(r#"{"target": "127.0.0.1:1", "cipherMode": "aes256"}"#),
+        "inbounds[0].settings.cipherMode",
+        "aes128cbc",
+    );
+    has_error(
+        &inbound(r#"{"target": "127.0.0.1:1", "authMode": "sha256"}"#),
+        "inbounds[0].settings.authMode",
+        "hmac_sha1",
+    );
+    has_error(
+        &inbound(r#"{"target": "127.0.0.1:1", "seqMode": 5}"#),
+        "inbounds[0].settings.seqMode",
+        "0–4",
+    );
+    has_error(
+        &inbound(r#"{"target": "127.0.0.1:1", "key": "two words"}"#),
+        "inbounds[0].settings.key",
+        "whitespace",
+    );
+    has_error(
+        &outbound(r#"{"address": "example.com", "port": 1}"#),
+        "outbounds[0].settings.address",
+        "IPv4",
+    );
+    has_error(
+        &outbound(r#"{"address": "10.0.0.1"}"#),
+        "outbounds[0].settings.port",
+        "port",
+    );
+}

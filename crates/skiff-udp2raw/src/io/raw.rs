@@ -1,0 +1,203 @@
+//! Linux raw sockets: an `AF_PACKET` socket to read every IP packet (before netfilter's
+//! INPUT chain, so a rule dropping the fake flows there leaves them visible to us), and an
+//! `AF_INET`/`IPPROTO_RAW` socket to send packets whose IPv4 header we build.
+
+use std::io;
+use std::net::Ipv4Addr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// The send and receive raw sockets of one tunnel end.
+#[derive(Debug)]
+pub struct RawSocket {
+    send: OwnedFd,
+    recv: OwnedFd,
+}
+
+/// The error a raw socket call gives without the privilege, said plainly.
+fn privilege_error(what: &str, e: io::Error) -> io::Error {
+    if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES)) {
+        io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "udp2raw needs root or CAP_NET_RAW to open its raw sockets ({what}: {e}); \
+                 run as root or grant the capability (setcap cap_net_raw,cap_net_admin+ep)"
+            ),
+        )
+    } else {
+        io::Error::new(e.kind(), format!("udp2raw {what}: {e}"))
+    }
+}
+
+fn new_socket(domain: i32, ty: i32, proto: i32, what: &str) -> io::Result<OwnedFd> {
+    // SAFETY: socket() has no memory preconditions; the descriptor is owned at once.
+    let fd = unsafe { libc::socket(domain, ty | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, proto) };
+    if fd < 0 {
+        return Err(privilege_error(what, io::Error::last_os_error()));
+    }
+    // SAFETY: fd is a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+impl RawSocket {
+    /// Opens both sockets; fails with a message naming root / CAP_NET_RAW when refused.
+    pub fn open() -> io::Result<RawSocket> {
+        let recv = new_socket(
+            libc::AF_PACKET,
+            libc::SOCK_DGRAM,
+            i32::from((libc::ETH_P_IP as u16).to_be()),
+            "AF_PACKET socket",
+        )?;
+        let send = new_socket(
+            libc::AF_INET,
+            libc::SOCK_RAW,
+            libc::IPPROTO_RAW,
+            "raw IPv4 socket",
+        )?;
+        let size: libc::c_int = 4 << 20;
+        // SAFETY: setsockopt with a c_int of the size given; failure only leaves the default.
+        unsafe {
+            libc::setsockopt(
+                recv.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as u32,
+            );
+        }
+        Ok(RawSocket { send, recv })
+    }
+
+    /// The descriptor to poll for readability.
+    pub fn recv_fd(&self) -> RawFd {
+        self.recv.as_raw_fd()
+    }
+
+    /// Sends one IPv4 packet (header included) to `dst`.
+    pub fn send_to(&self, packet: &[u8], dst: Ipv4Addr) -> io::Result<()> {
+        // SAFETY: sendto with a valid buffer and a sockaddr_in of the size given.
+        let n = unsafe {
+            let mut addr: libc::sockaddr_in = std::mem::zeroed();
+            addr.sin_family = libc::AF_INET as libc::sa_family_t;
+            addr.sin_addr.s_addr = u32::from_ne_bytes(dst.octets());
+            libc::sendto(
+                self.send.as_raw_fd(),
+                packet.as_ptr().cast(),
+                packet.len(),
+                0,
+                (&addr as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as u32,
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// The next packet received (outgoing copies skipped) into `buf`, or `None` when nothing
+    /// is waiting.
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        loop {
+            // SAFETY: recvfrom into `buf` and a sockaddr_ll of the sizes given.
+            let (n, pkttype) = unsafe {
+                let mut addr: libc::sockaddr_ll = std::mem::zeroed();
+                let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+                let n = libc::recvfrom(
+                    self.recv.as_raw_fd(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    0,
+                    (&mut addr as *mut libc::sockaddr_ll).cast(),
+                    &mut len,
+                );
+                (n, addr.sll_pkttype)
+            };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                return match e.kind() {
+                    io::ErrorKind::WouldBlock => Ok(None),
+                    io::ErrorKind::Interrupted => continue,
+                    _ => Err(e),
+                };
+            }
+            if pkttype == libc::PACKET_OUTGOING {
+                continue;
+            }
+            return Ok(Some(n as usize));
+        }
+    }
+}
+
+/// Waits until one of `fds` is readable or `timeout_ms` passes; returns which are readable.
+pub fn poll_readable(fds: &[RawFd], timeout_ms: i32) -> io::Result<Vec<bool>> {
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: poll over a buffer of p.len() pollfd structs.
+    let rc = unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, timeout_ms) };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(vec![false; fds.len()]);
+        }
+        return Err(e);
+    }
+    Ok(p.iter().map(|x| x.revents != 0).collect())
+}
+
+/// Random bytes from the kernel.
+pub fn random_bytes(buf: &mut [u8]) {
+    let mut done = 0;
+    while done < buf.len() {
+        // SAFETY: getrandom writes at most the length given into the buffer.
+        let n = unsafe { libc::getrandom(buf[done..].as_mut_ptr().cast(), buf.len() - done, 0) };
+        if n > 0 {
+            done += n as usize;
+        }
+    }
+}
+
+pub fn random_u32() -> u32 {
+    let mut b = [0u8; 4];
+    random_bytes(&mut b);
+    u32::from_ne_bytes(b)
+}
+
+pub fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    random_bytes(&mut b);
+    u64::from_ne_bytes(b)
+}
+
+/// A random non-zero u32 (udp2raw's ids).
+pub fn random_nz() -> u32 {
+    loop {
+        let v = random_u32();
+        if v != 0 {
+            return v;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_privilege_is_said_plainly() {
+        let e = privilege_error(
+            "AF_PACKET socket",
+            io::Error::from_raw_os_error(libc::EPERM),
+        );
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+        let msg = e.to_string();
+        assert!(msg.contains("root or CAP_NET_RAW"), "{msg}");
+        let e = privilege_error("x", io::Error::from_raw_os_error(libc::EMFILE));
+        assert!(!e.to_string().contains("CAP_NET_RAW"));
+    }
+}

@@ -1,0 +1,150 @@
+//! `autoRule`: the firewall chain is added, removed on a normal stop and on SIGTERM, and what
+//! a `kill -9`ed run left is removed by the next start. In a network namespace (root, `ip`
+//! and `iptables` needed; outside CI their absence skips with a printed reason, under
+//! `CI=true` it fails). The nftables path (used when `iptables` is absent) is not run here.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use skiff_udp2raw::headers::RawMode;
+use skiff_udp2raw::io::rules::{Flow, Rules, list_chains};
+
+fn ready() -> bool {
+    if !is_root() {
+        skip("not root (network namespaces, iptables)");
+        return false;
+    }
+    if !have("ip", "-V") || !have("iptables", "-V") {
+        skip("no `ip` or `iptables`");
+        return false;
+    }
+    true
+}
+
+fn chains(ns: &Netns) -> Vec<String> {
+    ns.run_in(list_chains)
+}
+
+fn state_files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Waits (bounded) until `f` holds.
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn spawn_server(ns: &Netns, dir: &Path, raw: RawMode) -> Child {
+    Command::new("ip")
+        .args(["netns", "exec", &ns.name])
+        .arg(env!("CARGO_BIN_EXE_skiff-udp2raw"))
+        .args(["-s", "-l", "127.0.0.1:4096", "-r", "127.0.0.1:7000", "-a"])
+        .args(["--raw-mode", raw.name(), "--state-dir"])
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn skiff-udp2raw")
+}
+
+fn wait_exit(child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("skiff-udp2raw did not exit");
+}
+
+#[test]
+fn rules_removed_on_drop_sigterm_and_after_a_crash() {
+    if !ready() {
+        return;
+    }
+    let ns = Netns::new("rules");
+    let dir = std::env::temp_dir().join(format!("skiff-u2r-rules-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // In process, each raw mode and side: installed, then removed on drop.
+    for raw in RawMode::ALL {
+        for flow in [
+            Flow::Server {
+                listen: "0.0.0.0:4096".parse().unwrap(),
+            },
+            Flow::Client {
+                server: "10.1.2.3:4096".parse().unwrap(),
+            },
+        ] {
+            let d = dir.clone();
+            let (chain, during) = ns.run_in(move || {
+                let r = Rules::install(raw, flow, &d).expect("install");
+                (r.chain().to_string(), list_chains())
+            });
+            assert!(during.contains(&chain), "{chain} in {during:?}");
+            assert!(
+                chains(&ns).is_empty(),
+                "dropped → removed: {:?}",
+                chains(&ns)
+            );
+            assert!(state_files(&dir).is_empty(), "{:?}", state_files(&dir));
+        }
+    }
+
+    // SIGTERM: the process removes its chain and state file.
+    let mut child = spawn_server(&ns, &dir, RawMode::FakeTcp);
+    wait_until("the chain of the first run", || chains(&ns).len() == 1);
+    let first = chains(&ns);
+    assert!(first[0].contains(&format!("_{}_", child.id())), "{first:?}");
+    // SAFETY: kill on the PID of a child this test started and has not reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    wait_exit(&mut child);
+    assert!(chains(&ns).is_empty(), "after SIGTERM: {:?}", chains(&ns));
+    assert!(state_files(&dir).is_empty(), "{:?}", state_files(&dir));
+
+    // kill -9: the chain and state file stay; the next start removes them.
+    let mut crashed = spawn_server(&ns, &dir, RawMode::Udp);
+    wait_until("the chain of the crashing run", || chains(&ns).len() == 1);
+    let left = chains(&ns);
+    crashed.kill().unwrap();
+    crashed.wait().unwrap();
+    assert_eq!(chains(&ns), left, "kill -9 leaves the chain");
+    assert_eq!(state_files(&dir).len(), 1);
+    let mut next = spawn_server(&ns, &dir, RawMode::Udp);
+    let pid = next.id();
+    wait_until("the leftover removed and the new chain added", || {
+        let c = chains(&ns);
+        c.len() == 1 && c[0].contains(&format!("_{pid}_"))
+    });
+    assert_eq!(state_files(&dir).len(), 1);
+    // SAFETY: as above.
+    unsafe { libc::kill(next.id() as i32, libc::SIGTERM) };
+    wait_exit(&mut next);
+    assert!(chains(&ns).is_empty(), "{:?}", chains(&ns));
+    assert!(state_files(&dir).is_empty(), "{:?}", state_files(&dir));
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!("rules: drop, SIGTERM and kill -9 + restart all leave no chain ({left:?} cleaned)");
+}
