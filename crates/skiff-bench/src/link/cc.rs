@@ -89,6 +89,10 @@ fn read_default() -> io::Result<String> {
 /// made there from now on use it) and checks that it took. Call it from a thread in the host's
 /// namespace: if the host does not allow `name`, it is allowed for the moment of setting.
 pub fn set_in(namespaces: &[&str], name: &str) -> io::Result<()> {
+    // Two runs at once (two bench processes, or two tests) must not interleave here: one
+    // would see `name` allowed by the other's widening, skip its own, and write it after the
+    // other had restored the list (EPERM).
+    let _exclusive = HostListLock::take()?;
     let allowed = std::fs::read_to_string(ALLOWED)
         .map_err(|e| io::Error::new(e.kind(), format!("{ALLOWED}: {e}")))?;
     let allowed = parse_list(&allowed);
@@ -109,6 +113,34 @@ pub fn set_in(namespaces: &[&str], name: &str) -> io::Result<()> {
         )
     });
     set.and(restored)
+}
+
+/// An exclusive flock on a file of its own, held while the host's allowed list is read,
+/// widened, used and put back; released when dropped (closing the file releases it).
+struct HostListLock {
+    _held: std::fs::File,
+}
+
+impl HostListLock {
+    fn take() -> io::Result<HostListLock> {
+        use std::os::fd::AsRawFd;
+        let path = std::env::temp_dir().join("skiff-bench-tcp-allowed-congestion-control.lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        // SAFETY: flock on a descriptor this function owns; blocks until no other holder.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(
+                e.kind(),
+                format!("flock {}: {e}", path.display()),
+            ));
+        }
+        Ok(HostListLock { _held: file })
+    }
 }
 
 fn set_each(namespaces: &[&str], name: &str) -> io::Result<()> {
