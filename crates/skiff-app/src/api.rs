@@ -10,6 +10,7 @@ use skiff_config::ApiPlan;
 use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Metadata, Outbound, ProxyStream};
 use tokio::io::{AsyncRead, AsyncWrite, DuplexStream, ReadBuf};
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
@@ -31,12 +32,15 @@ pub fn outbound(tag: &str) -> (OutboundHandler, ApiConnections) {
 }
 
 /// Binds the API's listener (failing start when it cannot) and starts its server there and
-/// on `routed` (the connections routing sends to its tag).
+/// on `routed` (the connections routing sends to its tag), until `shutdown` turns true: a
+/// stopping instance waits for its tasks, and an API left serving kept `skiff run` from
+/// ever exiting on SIGTERM.
 pub async fn start(
     plan: &ApiPlan,
     shared: &Arc<Shared>,
     handlers: Arc<crate::handlers::Registry>,
     routed: Option<ApiConnections>,
+    shutdown: watch::Receiver<bool>,
 ) -> io::Result<Vec<JoinHandle<()>>> {
     let router = {
         let routing = Arc::new(crate::routing_api::RoutingApi::new(shared.clone()));
@@ -66,16 +70,28 @@ pub async fn start(
             plan.services.join(", ")
         );
         let router = router.clone();
+        let mut shutdown = shutdown.clone();
         tasks.push(tokio::spawn(async move {
-            if let Err(e) = skiff_api::server::serve_tcp(router, listener).await {
-                warn!("API server stopped: {e}");
+            tokio::select! {
+                served = skiff_api::server::serve_tcp(router, listener) => {
+                    if let Err(e) = served {
+                        warn!("API server stopped: {e}");
+                    }
+                }
+                _ = shutdown.wait_for(|stop| *stop) => {}
             }
         }));
     }
     if let Some(connections) = routed {
+        let mut shutdown = shutdown;
         tasks.push(tokio::spawn(async move {
-            if let Err(e) = skiff_api::server::serve_door(router, connections).await {
-                warn!("API server stopped: {e}");
+            tokio::select! {
+                served = skiff_api::server::serve_door(router, connections) => {
+                    if let Err(e) = served {
+                        warn!("API server stopped: {e}");
+                    }
+                }
+                _ = shutdown.wait_for(|stop| *stop) => {}
             }
         }));
     }

@@ -118,7 +118,16 @@ impl Running {
         };
         let registry = Arc::new(crate::handlers::Registry::new(context.clone()));
         if let Some(api) = &plan.api {
-            tasks.extend(crate::api::start(api, &shared, registry.clone(), api_routed).await?);
+            tasks.extend(
+                crate::api::start(
+                    api,
+                    &shared,
+                    registry.clone(),
+                    api_routed,
+                    shutdown.subscribe(),
+                )
+                .await?,
+            );
         }
         if let Some(metrics) = &plan.metrics {
             let source = crate::metrics::Source {

@@ -158,3 +158,69 @@ fn connections_cut_by_the_grace_limit_are_reset_not_closed() {
     server.join().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// With the API (on its own port and behind a routed inbound) and the metrics endpoint, as
+/// panels run it: SIGTERM still ends the process. The API's server tasks used to run on, and
+/// `skiff run` waited for them for ever (systemd would SIGKILL it after its stop timeout).
+#[test]
+fn sigterm_exits_with_the_api_and_metrics_running() {
+    let free = || {
+        TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let (api, door, metrics) = (free(), free(), free());
+    let dir = std::env::temp_dir().join(format!("skiff-stop-api-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.json");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{ "log": {{ "loglevel": "info" }}, "stats": {{}},
+                 "api": {{ "tag": "api", "listen": "127.0.0.1:{api}",
+                           "services": ["HandlerService", "StatsService"] }},
+                 "metrics": {{ "listen": "127.0.0.1:{metrics}" }},
+                 "inbounds": [{{ "tag": "api-in", "listen": "127.0.0.1", "port": {door},
+                   "protocol": "dokodemo-door", "settings": {{ "address": "127.0.0.1" }} }}],
+                 "outbounds": [{{ "protocol": "freedom" }}],
+                 "routing": {{ "rules": [{{ "type": "field", "inboundTag": ["api-in"],
+                   "outboundTag": "api" }}] }} }}"#
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skiff"))
+        .args(["run", "--grace", "2", "-c"])
+        .arg(&config)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert!(lines.any(|l| l.map(|l| l.contains("listening on")).unwrap_or(false)));
+    // Something in flight on each: an open connection to the API's port and to its door.
+    let _held = [
+        TcpStream::connect(("127.0.0.1", api)).unwrap(),
+        TcpStream::connect(("127.0.0.1", door)).unwrap(),
+    ];
+    // SAFETY: signalling our own child by PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let Some(status) = status else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("skiff run with the API did not exit within 15 s of SIGTERM");
+    };
+    assert!(status.success(), "exit status {status}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
