@@ -395,8 +395,15 @@ pub(crate) fn start_inbound(
     Ok((listeners, tasks))
 }
 
+/// A UDP inbound's socket, sized for bursts: one socket takes every client's datagrams, and
+/// a KCP window or a VPN's burst overflows the kernel's default (~208 KiB) long before the
+/// loop that reads it is scheduled. net.core.rmem_max/wmem_max cap the size asked for.
 fn bind_udp(addr: SocketAddr) -> io::Result<UdpSocket> {
+    const BUFFER: usize = 4 << 20;
     let socket = std::net::UdpSocket::bind(addr)?;
+    let sock = socket2::SockRef::from(&socket);
+    let _ = sock.set_recv_buffer_size(BUFFER);
+    let _ = sock.set_send_buffer_size(BUFFER);
     socket.set_nonblocking(true)?;
     UdpSocket::from_std(socket)
 }

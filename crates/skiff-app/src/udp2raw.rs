@@ -220,6 +220,10 @@ impl Outbound for Udp2rawClient {
         Box::pin(async move {
             let running = self.running().await?;
             let socket = UdpSocket::bind(("127.0.0.1", 0)).await?;
+            // The tunnel thread hands each session its datagrams in bursts (a KCP window's).
+            let std_socket = socket.into_std()?;
+            u2r::raw::size_udp(&std_socket);
+            let socket = UdpSocket::from_std(std_socket)?;
             socket.connect(running.local).await?;
             Ok(Box::new(Conversation { socket, running }) as BoxPacketConn)
         })

@@ -87,6 +87,11 @@ pub struct BenchArgs {
     /// Datagrams per second of the --udp-fec flow.
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub fec_rate: u32,
+    /// Carry the --udp-fec tunnel over udp2raw's fake TCP (the report's "UDPspeeder over
+    /// udp2raw"): Skiff's own udp2raw ends in the same processes, or the real udp2raw
+    /// (UDP2RAW_BIN, PATH or ../shared/peers/bin) beside speederv2, its CPU counted to its side.
+    #[arg(long, requires = "udp_fec")]
+    pub fec_faketcp: bool,
     /// Write results.json, results.md and chart.svg here.
     #[arg(short = 'o', long, value_name = "DIR")]
     pub out: Option<PathBuf>,

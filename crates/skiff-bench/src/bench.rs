@@ -252,6 +252,13 @@ fn udp_fec_rows(
         fec: fec.to_string(),
         rate: args.fec_rate.max(1),
         duration,
+        udp2raw: if args.fec_faketcp {
+            Some(udp_fec::find_udp2raw().ok_or(
+                "--fec-faketcp: udp2raw not found (UDP2RAW_BIN, PATH or ../shared/peers/bin)",
+            )?)
+        } else {
+            None
+        },
     };
     let mut imps = vec![FecImpl::Skiff(skiff.client.clone())];
     match udp_fec::find_speederv2() {
@@ -272,7 +279,12 @@ fn udp_fec_rows(
         return Err("interrupted; namespaces and processes were cleaned up".into());
     }
     let mut text = format!(
-        "UDP FEC rows: -f {fec}, mode 0, a {} B datagram flow at {}/s for {:?} per run, echoed back; {}; {}\n\n",
+        "UDP FEC rows: -f {fec}, mode 0{}, a {} B datagram flow at {}/s for {:?} per run, echoed back; {}; {}\n\n",
+        if opts.udp2raw.is_some() {
+            ", over udp2raw's fake TCP (aes128cbc, md5)"
+        } else {
+            ", over UDP"
+        },
         udp_fec::DATAGRAM,
         opts.rate,
         opts.duration,

@@ -41,6 +41,7 @@ pub enum Kind {
     Kcp {
         mode: &'static str,
         windows: KcpWindows,
+        carrier: KcpCarrier,
     },
     /// B: dokodemo-door → VLESS out over V2Ray's mKCP (`network: "kcp"`); C: VLESS in over
     /// mKCP → freedom. Both at v2ray 4.34's default kcpSettings, header none, no seed. UDP,
@@ -55,6 +56,20 @@ pub enum Kind {
         tls: bool,
         ws: bool,
     },
+}
+
+/// What carries a kcptun row's datagrams between B and C.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KcpCarrier {
+    /// Plain UDP, as kcptun sends them.
+    Udp,
+    /// udp2raw's fake TCP (`--raw-mode faketcp`, aes128cbc, md5, `-a` rules), the lossy-link
+    /// report's "kcptun over udp2raw": on B a udp2raw client takes the KCP client's datagrams
+    /// on loopback, on C a udp2raw server hands them to the KCP server on loopback. Skiff runs
+    /// both in one process per side (a `dokodemo-door` UDP inbound → `udp2raw` outbound on B,
+    /// a `udp2raw` inbound on C); kcptun runs beside the real udp2raw, whose CPU counts to its
+    /// side.
+    FakeTcp,
 }
 
 /// The KCP send and receive windows (in segments) a kcptun row gives both implementations,
@@ -240,6 +255,7 @@ pub const ALL: &[Combination] = &[
         kind: Kind::Kcp {
             mode: "fast",
             windows: KcpWindows::KcptunDefaults,
+            carrier: KcpCarrier::Udp,
         },
     },
     Combination {
@@ -249,6 +265,7 @@ pub const ALL: &[Combination] = &[
         kind: Kind::Kcp {
             mode: "fast",
             windows: KcpWindows::Skiff2048,
+            carrier: KcpCarrier::Udp,
         },
     },
     Combination {
@@ -258,6 +275,28 @@ pub const ALL: &[Combination] = &[
         kind: Kind::Kcp {
             mode: "fast3",
             windows: KcpWindows::KcptunDefaults,
+            carrier: KcpCarrier::Udp,
+        },
+    },
+    Combination {
+        name: "kcp-faketcp",
+        about: "kcptun's wire format at kcptun's defaults (mode fast; windows 128/512 on B, \
+                1024/1024 on C), over udp2raw's fake TCP (aes128cbc, md5; Skiff's own udp2raw \
+                ends, or the real udp2raw beside kcptun); needs root and --link",
+        kind: Kind::Kcp {
+            mode: "fast",
+            windows: KcpWindows::KcptunDefaults,
+            carrier: KcpCarrier::FakeTcp,
+        },
+    },
+    Combination {
+        name: "kcp-w2048-faketcp",
+        about: "kcptun's wire format in mode fast at Skiff's windows (2048 both sides, kcptun \
+                too), over udp2raw's fake TCP; needs root and --link",
+        kind: Kind::Kcp {
+            mode: "fast",
+            windows: KcpWindows::Skiff2048,
+            carrier: KcpCarrier::FakeTcp,
         },
     },
     Combination {
@@ -374,7 +413,7 @@ mod tests {
         assert_eq!(names, ["vmess-aes", "vmess-chacha", "vmess-ws-tls"]);
         assert!(select(Some("vmess-ws-tls"))[0].kind.tls());
         assert!(select(Some("nothing-like-this")).is_empty());
-        // `kcp` is a name, so it does not pull in `mkcp`; the UDP rows are these four.
+        // `kcp` is a name, so it does not pull in `mkcp`; the UDP rows are these six.
         let names: Vec<_> = select(Some("kcp")).iter().map(|c| c.name).collect();
         assert_eq!(names, ["kcp"]);
         let udp: Vec<_> = ALL
@@ -382,7 +421,17 @@ mod tests {
             .filter(|c| c.kind.udp())
             .map(|c| c.name)
             .collect();
-        assert_eq!(udp, ["kcp", "kcp-w2048", "kcp-fast3", "mkcp"]);
+        assert_eq!(
+            udp,
+            [
+                "kcp",
+                "kcp-w2048",
+                "kcp-fast3",
+                "kcp-faketcp",
+                "kcp-w2048-faketcp",
+                "mkcp"
+            ]
+        );
     }
 
     #[test]

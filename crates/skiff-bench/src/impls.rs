@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::combos::{Combination, KcpWindows, Kind};
+use crate::combos::{Combination, KcpCarrier, KcpWindows, Kind};
 use crate::process::which;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,26 +119,15 @@ pub fn discover(spec: &str) -> (Vec<Implementation>, Vec<String>) {
     (found, missing)
 }
 
-/// The prebuilt Xray or sing-box the project keeps beside it: named by XRAY_BIN or
-/// SING_BOX_BIN, else `../shared/peers/bin/BIN` from the working directory (the repository's
-/// root) or from this crate's source (a `cargo run` from anywhere in it).
+/// The prebuilt Xray or sing-box the project keeps beside it, or one XRAY_BIN or
+/// SING_BOX_BIN names.
 fn shared_peer(flavor: Flavor, bin: &str) -> Option<PathBuf> {
     let var = match flavor {
         Flavor::Xray => "XRAY_BIN",
         Flavor::SingBox => "SING_BOX_BIN",
         _ => return None,
     };
-    let from_source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/peers/bin");
-    std::env::var_os(var)
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([
-            Path::new("../shared/peers/bin").join(bin),
-            from_source.join(bin),
-        ])
-        .find(|p| p.is_file())
-        // Absolute: the hops run in other directories.
-        .and_then(|p| p.canonicalize().ok())
+    crate::process::find_peer_bin(var, bin)
 }
 
 fn version_args(flavor: Flavor) -> &'static [&'static str] {
@@ -207,7 +196,22 @@ pub struct Hops {
     pub tcp_congestion: Option<String>,
     /// Where C's REALITY dials its target, for [`Kind::VlessVisionReality`].
     pub reality_target: Option<SocketAddr>,
+    /// The loopback hops of a row carried over udp2raw's fake TCP
+    /// ([`KcpCarrier::FakeTcp`]); None for every other row.
+    pub relays: Option<Relays>,
 }
+
+/// Where a fake-TCP row's datagrams cross loopback: B's KCP client sends to `b` (the udp2raw
+/// client's UDP side), C's udp2raw server delivers to `c` (the KCP server). B reaches the
+/// udp2raw server at [`Hops::c_listen`].
+#[derive(Clone, Copy, Debug)]
+pub struct Relays {
+    pub b: SocketAddr,
+    pub c: SocketAddr,
+}
+
+/// The key both udp2raw ends share in the bench.
+const UDP2RAW_KEY: &str = "skiff-bench-raw";
 
 /// The id every bench row uses between B and C.
 pub(crate) const BENCH_UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
@@ -507,10 +511,23 @@ fn ss_libev(role: Role, hops: &Hops, method: &str) -> Value {
 const KCP_KEY: &str = "skiff bench kcp";
 
 /// Skiff as a kcptun client (B: dokodemo-door → kcptun out) or server (C: kcptun in →
-/// freedom to D), with kcptun's defaults but `mode` and `windows`.
-fn skiff_kcptun(role: Role, hops: &Hops, mode: &str, windows: KcpWindows) -> Value {
+/// freedom to D), with kcptun's defaults but `mode` and `windows`; over fake TCP, the same
+/// process also runs the udp2raw end of its side (see [`KcpCarrier::FakeTcp`]).
+fn skiff_kcptun(
+    role: Role,
+    hops: &Hops,
+    mode: &str,
+    windows: KcpWindows,
+    carrier: KcpCarrier,
+) -> Option<Value> {
     let (sndwnd, rcvwnd) = windows.of(role == Role::Client);
-    match role {
+    let relays = match carrier {
+        KcpCarrier::Udp => None,
+        KcpCarrier::FakeTcp => Some(hops.relays?),
+    };
+    let kcp_server = relays.map_or(hops.c_listen, |r| r.b);
+    let kcp_listen = relays.map_or(hops.c_listen, |r| r.c);
+    let mut config = match role {
         Role::Client => json!({
             "log": { "loglevel": "warning", "access": "none" },
             "inbounds": [dokodemo(hops.b_listen, hops.d)],
@@ -518,8 +535,8 @@ fn skiff_kcptun(role: Role, hops: &Hops, mode: &str, windows: KcpWindows) -> Val
                 "tag": "to-c",
                 "protocol": "kcptun",
                 "settings": {
-                    "address": hops.c_listen.ip().to_string(),
-                    "port": hops.c_listen.port(),
+                    "address": kcp_server.ip().to_string(),
+                    "port": kcp_server.port(),
                     "key": KCP_KEY,
                     "mode": mode,
                     "sndwnd": sndwnd,
@@ -531,8 +548,8 @@ fn skiff_kcptun(role: Role, hops: &Hops, mode: &str, windows: KcpWindows) -> Val
             "log": { "loglevel": "warning", "access": "none" },
             "inbounds": [{
                 "tag": "bench-in",
-                "listen": hops.c_listen.ip().to_string(),
-                "port": hops.c_listen.port(),
+                "listen": kcp_listen.ip().to_string(),
+                "port": kcp_listen.port(),
                 "protocol": "kcptun",
                 "settings": {
                     "target": hops.d.to_string(), "key": KCP_KEY, "mode": mode,
@@ -541,16 +558,128 @@ fn skiff_kcptun(role: Role, hops: &Hops, mode: &str, windows: KcpWindows) -> Val
             }],
             "outbounds": [freedom()]
         }),
+    };
+    if let Some(relays) = relays {
+        add_skiff_udp2raw(&mut config, role, hops, relays);
+    }
+    Some(config)
+}
+
+/// The udp2raw end of a fake-TCP row in Skiff's config: on B a UDP `dokodemo-door` at the
+/// relay, routed to a `udp2raw` outbound to C; on C a `udp2raw` inbound delivering to the KCP
+/// server. udp2raw's defaults otherwise (aes128cbc, md5), as the real binary runs them.
+fn add_skiff_udp2raw(config: &mut Value, role: Role, hops: &Hops, relays: Relays) {
+    let settings = |extra: Value| {
+        let mut s = json!({ "key": UDP2RAW_KEY, "rawMode": "faketcp", "autoRule": true });
+        if let (Some(s), Some(extra)) = (s.as_object_mut(), extra.as_object()) {
+            s.extend(extra.clone());
+        }
+        s
+    };
+    match role {
+        Role::Client => {
+            push_entry(
+                config,
+                "inbounds",
+                json!({
+                    "tag": "kcp-datagrams",
+                    "listen": relays.b.ip().to_string(),
+                    "port": relays.b.port(),
+                    "protocol": "dokodemo-door",
+                    // udp2raw's server decides where datagrams go; this is only a name.
+                    "settings": { "address": relays.c.ip().to_string(), "port": relays.c.port(), "network": "udp" }
+                }),
+            );
+            push_entry(
+                config,
+                "outbounds",
+                json!({
+                    "tag": "faketcp",
+                    "protocol": "udp2raw",
+                    "settings": settings(json!({
+                        "address": hops.c_listen.ip().to_string(),
+                        "port": hops.c_listen.port()
+                    }))
+                }),
+            );
+            config["routing"] = json!({
+                "rules": [{ "inboundTag": ["kcp-datagrams"], "outboundTag": "faketcp" }]
+            });
+        }
+        Role::Server => {
+            push_entry(
+                config,
+                "inbounds",
+                json!({
+                    "tag": "faketcp-in",
+                    "listen": hops.c_listen.ip().to_string(),
+                    "port": hops.c_listen.port(),
+                    "protocol": "udp2raw",
+                    "settings": settings(json!({ "target": relays.c.to_string() }))
+                }),
+            );
+        }
     }
 }
 
-/// kcptun's own JSON (`-c`): the same keys as its flags.
-fn kcptun(role: Role, hops: &Hops, mode: &str, windows: KcpWindows) -> Value {
-    let (sndwnd, rcvwnd) = windows.of(role == Role::Client);
+/// Appends `entry` to the config's `list` ("inbounds" or "outbounds").
+pub(crate) fn push_entry(config: &mut Value, list: &str, entry: Value) {
+    if let Some(list) = config[list].as_array_mut() {
+        list.push(entry);
+    }
+}
+
+/// The real udp2raw beside kcptun on a fake-TCP row: `-c` on B from the relay to C, `-s` on
+/// C to the KCP server; `-a` adds (and on exit removes) its iptables rule in the namespace.
+pub fn udp2raw_command(udp2raw: &Path, role: Role, hops: &Hops) -> Option<Command> {
+    let relays = hops.relays?;
+    let mut cmd = Command::new(udp2raw);
     match role {
+        Role::Client => cmd
+            .arg("-c")
+            .arg("-l")
+            .arg(relays.b.to_string())
+            .arg("-r")
+            .arg(hops.c_listen.to_string()),
+        Role::Server => cmd
+            .arg("-s")
+            .arg("-l")
+            .arg(hops.c_listen.to_string())
+            .arg("-r")
+            .arg(relays.c.to_string()),
+    };
+    cmd.args([
+        "-k",
+        UDP2RAW_KEY,
+        "--raw-mode",
+        "faketcp",
+        "-a",
+        "--log-level",
+        "3",
+        "--disable-color",
+    ]);
+    Some(cmd)
+}
+
+/// kcptun's own JSON (`-c`): the same keys as its flags.
+fn kcptun(
+    role: Role,
+    hops: &Hops,
+    mode: &str,
+    windows: KcpWindows,
+    carrier: KcpCarrier,
+) -> Option<Value> {
+    let (sndwnd, rcvwnd) = windows.of(role == Role::Client);
+    let relays = match carrier {
+        KcpCarrier::Udp => None,
+        KcpCarrier::FakeTcp => Some(hops.relays?),
+    };
+    let remote = relays.map_or(hops.c_listen, |r| r.b);
+    let listen = relays.map_or(hops.c_listen, |r| r.c);
+    Some(match role {
         Role::Client => json!({
             "localaddr": hops.b_listen.to_string(),
-            "remoteaddr": hops.c_listen.to_string(),
+            "remoteaddr": remote.to_string(),
             "key": KCP_KEY,
             "mode": mode,
             "sndwnd": sndwnd,
@@ -558,7 +687,7 @@ fn kcptun(role: Role, hops: &Hops, mode: &str, windows: KcpWindows) -> Value {
             "quiet": true
         }),
         Role::Server => json!({
-            "listen": hops.c_listen.to_string(),
+            "listen": listen.to_string(),
             "target": hops.d.to_string(),
             "key": KCP_KEY,
             "mode": mode,
@@ -566,7 +695,7 @@ fn kcptun(role: Role, hops: &Hops, mode: &str, windows: KcpWindows) -> Value {
             "rcvwnd": rcvwnd,
             "quiet": true
         }),
-    }
+    })
 }
 
 /// shadowsocks-rust: sslocal with a tunnel local (B), or ssserver (C).
@@ -672,8 +801,22 @@ impl Implementation {
                     Role::Server => xray_vless_server(hops.c_listen, stream, ""),
                 }
             }
-            (Kind::Kcp { mode, windows }, Flavor::Skiff) => skiff_kcptun(role, hops, mode, windows),
-            (Kind::Kcp { mode, windows }, Flavor::Kcptun) => kcptun(role, hops, mode, windows),
+            (
+                Kind::Kcp {
+                    mode,
+                    windows,
+                    carrier,
+                },
+                Flavor::Skiff,
+            ) => skiff_kcptun(role, hops, mode, windows, carrier)?,
+            (
+                Kind::Kcp {
+                    mode,
+                    windows,
+                    carrier,
+                },
+                Flavor::Kcptun,
+            ) => kcptun(role, hops, mode, windows, carrier)?,
             (Kind::Mkcp, Flavor::Skiff | Flavor::V2ray) => match role {
                 Role::Client => {
                     xray_vless_client(hops.b_listen, hops.d, hops.c_listen, mkcp_stream(), "")
@@ -808,11 +951,13 @@ fn pin_congestion(config: &mut Value, name: &str) {
             continue;
         };
         for entry in entries {
-            // kcptun brings its own transport over UDP and takes no streamSettings.
-            let Some(entry) = entry
-                .as_object_mut()
-                .filter(|e| e.get("protocol") != Some(&json!("kcptun")))
-            else {
+            // kcptun and udp2raw bring their own transports over UDP or raw IP and take no
+            // streamSettings; a UDP dokodemo-door has no TCP to tune.
+            let Some(entry) = entry.as_object_mut().filter(|e| {
+                e.get("protocol") != Some(&json!("kcptun"))
+                    && e.get("protocol") != Some(&json!("udp2raw"))
+                    && e.get("settings").and_then(|s| s.get("network")) != Some(&json!("udp"))
+            }) else {
                 continue;
             };
             let stream = entry.entry("streamSettings").or_insert_with(|| json!({}));
@@ -870,6 +1015,10 @@ mod tests {
             certificate_sha256: None,
             tcp_congestion: None,
             reality_target: Some("127.0.0.1:1004".parse().unwrap()),
+            relays: Some(Relays {
+                b: "127.0.0.1:1005".parse().unwrap(),
+                c: "127.0.0.1:1006".parse().unwrap(),
+            }),
         }
     }
 
@@ -1153,6 +1302,65 @@ mod tests {
             assert_eq!(windows(imp, "kcp-w2048", Role::Client), (2048, 2048));
             assert_eq!(windows(imp, "kcp-w2048", Role::Server), (2048, 2048));
         }
+    }
+
+    #[test]
+    fn fake_tcp_rows_put_udp2raw_between_the_kcp_ends() {
+        let skiff = skiff(PathBuf::from("/bin/true"));
+        let kcptun = Implementation {
+            name: "kcptun",
+            flavor: Flavor::Kcptun,
+            ..skiff.clone()
+        };
+        let combo = ALL.iter().find(|c| c.name == "kcp-w2048-faketcp").unwrap();
+        let config = |imp: &Implementation, role| -> Value {
+            serde_json::from_str(&imp.config(combo, role, &hops()).unwrap()).unwrap()
+        };
+        // kcptun: the client sends to B's relay, the server listens on C's.
+        assert_eq!(
+            config(&kcptun, Role::Client)["remoteaddr"],
+            "127.0.0.1:1005"
+        );
+        assert_eq!(config(&kcptun, Role::Server)["listen"], "127.0.0.1:1006");
+        assert_eq!(config(&kcptun, Role::Server)["sndwnd"], 2048);
+        // Skiff: the same hops, with its own udp2raw ends in the same process.
+        let b = config(&skiff, Role::Client);
+        assert_eq!(b["outbounds"][0]["settings"]["port"], 1005);
+        assert_eq!(b["inbounds"][1]["port"], 1005);
+        assert_eq!(b["outbounds"][1]["protocol"], "udp2raw");
+        assert_eq!(b["outbounds"][1]["settings"]["port"], 1002);
+        assert_eq!(b["routing"]["rules"][0]["outboundTag"], "faketcp");
+        let c = config(&skiff, Role::Server);
+        assert_eq!(c["inbounds"][0]["port"], 1006);
+        assert_eq!(c["inbounds"][1]["protocol"], "udp2raw");
+        assert_eq!(c["inbounds"][1]["port"], 1002);
+        assert_eq!(c["inbounds"][1]["settings"]["target"], "127.0.0.1:1006");
+        // The real udp2raw gets the same hops, key and mode.
+        let args = |role| -> Vec<String> {
+            udp2raw_command(Path::new("/bin/udp2raw"), role, &hops())
+                .unwrap()
+                .get_args()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
+        };
+        let client = args(Role::Client).join(" ");
+        assert!(
+            client.starts_with("-c -l 127.0.0.1:1005 -r 127.0.0.1:1002 -k"),
+            "{client}"
+        );
+        let server = args(Role::Server).join(" ");
+        assert!(
+            server.starts_with("-s -l 127.0.0.1:1002 -r 127.0.0.1:1006 -k"),
+            "{server}"
+        );
+        assert!(server.contains("--raw-mode faketcp -a"), "{server}");
+        // Without relays (a run that did not prepare them) there is no config to run.
+        let bare = Hops {
+            relays: None,
+            ..hops()
+        };
+        assert!(skiff.config(combo, Role::Client, &bare).is_none());
+        assert!(udp2raw_command(Path::new("/bin/udp2raw"), Role::Client, &bare).is_none());
     }
 
     #[test]

@@ -78,7 +78,7 @@ fn measure(
     let chain =
         start_chain(combo, imp, opts, place, workdir, Some(d)).map_err(|e| e.to_string())?;
     for _ in 0..opts.repeats {
-        let before = (usage(&chain.b), usage(&chain.c));
+        let before = (chain.usage_b(), chain.usage_c());
         // iperf3 now and then drops a test at start-up ("control socket has closed
         // unexpectedly") while its server is still finishing the previous one: try again.
         let mut attempt = client(chain.entry, opts);
@@ -90,25 +90,21 @@ fn measure(
             attempt = client(chain.entry, opts);
         }
         let (bytes, seconds) = attempt?;
-        let after = (usage(&chain.b), usage(&chain.c));
+        let after = (chain.usage_b(), chain.usage_c());
         samples.push(Sample {
             bytes,
             seconds,
             mbps: bytes as f64 * 8.0 / seconds.max(1e-9) / 1e6,
-            client_cpu_s: after.0 - before.0,
-            server_cpu_s: after.1 - before.1,
-            client_peak_rss_kib: chain.b.as_ref().map_or(0, |p| p.usage().peak_rss_kib),
-            server_peak_rss_kib: chain.c.as_ref().map_or(0, |p| p.usage().peak_rss_kib),
+            client_cpu_s: after.0.cpu_s - before.0.cpu_s,
+            server_cpu_s: after.1.cpu_s - before.1.cpu_s,
+            client_peak_rss_kib: chain.usage_b().peak_rss_kib,
+            server_peak_rss_kib: chain.usage_c().peak_rss_kib,
             source_sink_cpu_s: 0.0,
         });
         // iperf3's server takes a moment between tests.
         std::thread::sleep(Duration::from_millis(300));
     }
     Ok(())
-}
-
-fn usage(p: &Option<Proc>) -> f64 {
-    p.as_ref().map_or(0.0, |p| p.usage().cpu_s)
 }
 
 fn client(entry: SocketAddr, opts: &RowOptions) -> Result<(u64, f64), String> {

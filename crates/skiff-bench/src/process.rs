@@ -22,6 +22,35 @@ pub struct Usage {
     pub rss_kib: u64,
 }
 
+impl Usage {
+    /// Two processes' usage as one side's.
+    pub fn plus(&self, other: &Usage) -> Usage {
+        Usage {
+            cpu_s: self.cpu_s + other.cpu_s,
+            peak_rss_kib: self.peak_rss_kib + other.peak_rss_kib,
+            rss_kib: self.rss_kib + other.rss_kib,
+        }
+    }
+}
+
+/// A peer's binary: named by `var`, else on PATH, else the project's prebuilt one in
+/// `../shared/peers/bin` (from the working directory, the repository's root, or from this
+/// crate's source, for a `cargo run` from anywhere in it). Absolute: the hops run elsewhere.
+pub fn find_peer_bin(var: &str, bin: &str) -> Option<std::path::PathBuf> {
+    let from_source =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/peers/bin");
+    std::env::var_os(var)
+        .map(std::path::PathBuf::from)
+        .into_iter()
+        .chain(which(bin))
+        .chain([
+            std::path::Path::new("../shared/peers/bin").join(bin),
+            from_source.join(bin),
+        ])
+        .find(|p| p.is_file())
+        .and_then(|p| p.canonicalize().ok())
+}
+
 impl Proc {
     pub fn spawn(name: &str, mut command: Command, log: std::path::PathBuf) -> io::Result<Proc> {
         let out = std::fs::File::create(&log)?;

@@ -80,6 +80,7 @@ mod tests {
             certificate_sha256: None,
             tcp_congestion: None,
             reality_target: target.map(|t| t.parse().unwrap()),
+            relays: None,
         }
     }
 

@@ -9,8 +9,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::cgroup::CpuCap;
-use crate::combos::{Combination, Kind};
-use crate::impls::{Hops, Implementation, Role};
+use crate::combos::{Combination, KcpCarrier, Kind};
+use crate::impls::{Flavor, Hops, Implementation, Relays, Role};
 use crate::model::{ConnRate, IdleMemory, Latency, Row, Sample};
 use crate::process::{Proc, free_port, own_cpu_s};
 use crate::stats::summarize;
@@ -176,6 +176,10 @@ pub fn run_rows(
 pub struct Chain {
     pub b: Option<Proc>,
     pub c: Option<Proc>,
+    /// Processes that work for B or C beside them (the real udp2raw under kcptun on a
+    /// fake-TCP row): their CPU and memory count to that side.
+    pub b_helper: Option<Proc>,
+    pub c_helper: Option<Proc>,
     /// Where A connects.
     pub entry: SocketAddr,
     _sink: Option<Sink>,
@@ -206,7 +210,7 @@ fn warm_up(chain: &Chain, opts: &RowOptions, place: &Place) -> io::Result<()> {
 
 /// One measured repeat through `chain`.
 fn measure_once(chain: &Chain, opts: &RowOptions, place: &Place) -> io::Result<Sample> {
-    let before = (usage(&chain.b), usage(&chain.c), own_cpu_s());
+    let before = (chain.usage_b(), chain.usage_c(), own_cpu_s());
     let t = traffic::transfer(
         chain.entry,
         opts.mode,
@@ -215,7 +219,7 @@ fn measure_once(chain: &Chain, opts: &RowOptions, place: &Place) -> io::Result<S
         place.enter_b.clone(),
         opts.client_tls(),
     )?;
-    let after = (usage(&chain.b), usage(&chain.c), own_cpu_s());
+    let after = (chain.usage_b(), chain.usage_c(), own_cpu_s());
     Ok(Sample {
         bytes: t.bytes,
         seconds: t.seconds,
@@ -243,10 +247,10 @@ fn extras(
     let mut summary_extra = (None, None, None);
     if let Some(n) = opts.idle.filter(|_| proxied) {
         progress(&format!("{n} idle connections"));
-        let before = (usage(&chain.b), usage(&chain.c));
+        let before = (chain.usage_b(), chain.usage_c());
         let held = traffic::hold(chain.entry, n, place.enter_b.clone())?;
         std::thread::sleep(Duration::from_millis(1500));
-        let after = (usage(&chain.b), usage(&chain.c));
+        let after = (chain.usage_b(), chain.usage_c());
         drop(held);
         let per = |a: u64, b: u64| (a as f64 - b as f64) / f64::from(n.max(1));
         summary_extra.0 = Some(IdleMemory {
@@ -257,12 +261,12 @@ fn extras(
     }
     if let Some(n) = opts.latency {
         progress(&format!("latency × {n}"));
-        let before = (usage(&chain.b), usage(&chain.c));
+        let before = (chain.usage_b(), chain.usage_c());
         let mut ms: Vec<f64> = traffic::latency(chain.entry, n, place.enter_b.clone())?
             .iter()
             .map(|d| d.as_secs_f64() * 1e3)
             .collect();
-        let after = (usage(&chain.b), usage(&chain.c));
+        let after = (chain.usage_b(), chain.usage_c());
         let cpu_ms = |a: f64, b: f64| (a - b).max(0.0) * 1e3 / f64::from(n.max(1));
         ms.sort_by(f64::total_cmp);
         summary_extra.1 = Some(Latency {
@@ -278,7 +282,7 @@ fn extras(
             "rate × {n}, {} clients",
             traffic::RATE_CLIENTS.min(n.max(1))
         ));
-        let before = (usage(&chain.b), usage(&chain.c), own_cpu_s());
+        let before = (chain.usage_b(), chain.usage_c(), own_cpu_s());
         let run = traffic::rate(
             chain.entry,
             n,
@@ -286,7 +290,7 @@ fn extras(
             traffic::RATE_TIME_LIMIT,
             place.enter_b.clone(),
         )?;
-        let after = (usage(&chain.b), usage(&chain.c), own_cpu_s());
+        let after = (chain.usage_b(), chain.usage_c(), own_cpu_s());
         if run.ttfb.is_empty() && n > 0 {
             return Err(io::Error::other(format!(
                 "--rate: no connection completed ({} failed): {}",
@@ -308,7 +312,10 @@ fn extras(
             delta(before.2, after.2),
         ));
     }
-    for side in [&chain.b, &chain.c].into_iter().flatten() {
+    for side in [&chain.b, &chain.c, &chain.b_helper, &chain.c_helper]
+        .into_iter()
+        .flatten()
+    {
         if !side_alive(side) {
             return Err(io::Error::other(format!(
                 "{} died during the run: {}",
@@ -366,6 +373,18 @@ fn usage(p: &Option<Proc>) -> crate::process::Usage {
     p.as_ref().map(|p| p.usage()).unwrap_or_default()
 }
 
+impl Chain {
+    /// B's usage, its helper's added.
+    pub fn usage_b(&self) -> crate::process::Usage {
+        usage(&self.b).plus(&usage(&self.b_helper))
+    }
+
+    /// C's usage, its helper's added.
+    pub fn usage_c(&self) -> crate::process::Usage {
+        usage(&self.c).plus(&usage(&self.c_helper))
+    }
+}
+
 /// Starts D (our sink, unless `external_d` names another one such as iperf3), then C, then B.
 pub fn start_chain(
     combo: &Combination,
@@ -394,6 +413,8 @@ pub fn start_chain(
         return Ok(Chain {
             b: None,
             c: None,
+            b_helper: None,
+            c_helper: None,
             entry: d,
             _sink: sink,
             _reality_target: None,
@@ -434,6 +455,30 @@ pub fn start_chain(
     } else {
         None
     };
+    let relays = match combo.kind {
+        Kind::Kcp {
+            carrier: KcpCarrier::FakeTcp,
+            ..
+        } => {
+            if !place.link {
+                return Err(io::Error::other(format!(
+                    "{} runs udp2raw's fake TCP with firewall rules: only between the --link namespaces",
+                    combo.name
+                )));
+            }
+            let loopback = |ns: &Option<String>| -> io::Result<SocketAddr> {
+                Ok(SocketAddr::new(
+                    IpAddr::V4(Ipv4Addr::LOCALHOST),
+                    Place::port_in(ns)?,
+                ))
+            };
+            Some(Relays {
+                b: loopback(&place.ns_b)?,
+                c: loopback(&place.ns_c)?,
+            })
+        }
+        _ => None,
+    };
     let hops = Hops {
         b_listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), b_port),
         c_listen: SocketAddr::new(place.c_ip, c_port),
@@ -442,6 +487,41 @@ pub fn start_chain(
         certificate_sha256,
         tcp_congestion: place.tcp_congestion.clone(),
         reality_target: reality_target.as_ref().map(|t| t.addr),
+        relays,
+    };
+    // kcptun's fake-TCP rows run the real udp2raw beside it; Skiff runs its own in-process.
+    let udp2raw = match (relays, imp.flavor) {
+        (Some(_), Flavor::Kcptun) => Some(crate::udp_fec::find_udp2raw().ok_or_else(|| {
+            io::Error::other(
+                "udp2raw not found (UDP2RAW_BIN, PATH or ../shared/peers/bin): kcptun's fake-TCP rows need it",
+            )
+        })?),
+        _ => None,
+    };
+    let start_helper = |role: Role, ns: &Option<String>| -> io::Result<Option<Proc>> {
+        let Some(bin) = &udp2raw else { return Ok(None) };
+        let label = match role {
+            Role::Client => "b-udp2raw",
+            Role::Server => "c-udp2raw",
+        };
+        let mut cmd = crate::impls::udp2raw_command(bin, role, &hops)
+            .ok_or_else(|| io::Error::other("a fake-TCP row without relays"))?;
+        if let Some(ns) = ns {
+            cmd = in_namespace(cmd, ns);
+        }
+        let mut proc = Proc::spawn(
+            &format!("udp2raw {label}"),
+            cmd,
+            dir.join(format!("{label}.log")),
+        )?;
+        std::thread::sleep(Duration::from_millis(300));
+        if !proc.alive() {
+            return Err(io::Error::other(format!(
+                "udp2raw exited at start: {}",
+                proc.output_tail(5)
+            )));
+        }
+        Ok(Some(proc))
     };
     let mut caps = Vec::new();
     let mut start = |role: Role,
@@ -491,11 +571,15 @@ pub fn start_chain(
         }
         Ok(proc)
     };
+    let c_helper = start_helper(Role::Server, &place.ns_c)?;
     let c = start(Role::Server, &place.ns_c, hops.c_listen, &place.enter_c)?;
+    let b_helper = start_helper(Role::Client, &place.ns_b)?;
     let b = start(Role::Client, &place.ns_b, hops.b_listen, &place.enter_b)?;
     Ok(Chain {
         b: Some(b),
         c: Some(c),
+        b_helper,
+        c_helper,
         entry: hops.b_listen,
         _sink: sink,
         _reality_target: reality_target,

@@ -184,6 +184,7 @@ mod tests {
             certificate_sha256: None,
             tcp_congestion: None,
             reality_target: Some("127.0.0.1:1004".parse().unwrap()),
+            relays: None,
         }
     }
 

@@ -53,20 +53,14 @@ impl FecImpl {
     }
 }
 
-/// speederv2: SPEEDERV2_BIN, PATH, or the project's `../shared/peers/bin` (from the working
-/// directory, or from this crate's source).
+/// speederv2: SPEEDERV2_BIN, PATH, or the project's `../shared/peers/bin`.
 pub fn find_speederv2() -> Option<PathBuf> {
-    let from_source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/peers/bin");
-    std::env::var_os("SPEEDERV2_BIN")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(crate::process::which("speederv2"))
-        .chain([
-            Path::new("../shared/peers/bin/speederv2").to_path_buf(),
-            from_source.join("speederv2"),
-        ])
-        .find(|p| p.is_file())
-        .and_then(|p| p.canonicalize().ok())
+    crate::process::find_peer_bin("SPEEDERV2_BIN", "speederv2")
+}
+
+/// udp2raw: UDP2RAW_BIN, PATH, or the project's `../shared/peers/bin`.
+pub fn find_udp2raw() -> Option<PathBuf> {
+    crate::process::find_peer_bin("UDP2RAW_BIN", "udp2raw")
 }
 
 /// One run of the flow through one implementation.
@@ -134,7 +128,13 @@ pub struct FecOptions {
     /// Datagrams per second.
     pub rate: u32,
     pub duration: Duration,
+    /// Carry the tunnel over udp2raw's fake TCP: the real udp2raw's path, which runs beside
+    /// speederv2 (Skiff runs its own udp2raw ends in the same processes).
+    pub udp2raw: Option<PathBuf>,
 }
+
+/// The key both udp2raw ends share.
+const UDP2RAW_KEY: &str = "skiff-bench-raw";
 
 /// A UDP port free a moment ago on `ip` inside `ns`.
 fn udp_port_in(link: &Link, in_b: bool, ip: IpAddr) -> io::Result<u16> {
@@ -146,55 +146,118 @@ fn udp_port_in(link: &Link, in_b: bool, ip: IpAddr) -> io::Result<u16> {
     }
 }
 
-fn skiff_client(listen: u16, server: SocketAddr, echo: u16, opts: &FecOptions) -> String {
-    serde_json::json!({
+/// Where a fake-TCP run's FEC datagrams cross loopback: B's FEC client sends to `b` (the
+/// udp2raw client), C's udp2raw server delivers to `c` (the FEC server).
+#[derive(Clone, Copy, Debug)]
+struct Relays {
+    b: SocketAddr,
+    c: SocketAddr,
+}
+
+fn skiff_client(
+    listen: u16,
+    server: SocketAddr,
+    echo: u16,
+    relays: Option<Relays>,
+    opts: &FecOptions,
+) -> String {
+    let fec_server = relays.map_or(server, |r| r.b);
+    let mut config = serde_json::json!({
         "log": { "loglevel": "warning" },
         "inbounds": [{ "listen": "127.0.0.1", "port": listen, "protocol": "dokodemo-door",
             "settings": { "address": "127.0.0.1", "port": echo, "network": "udp" } }],
         "outbounds": [{ "protocol": "udpspeeder", "settings": {
-            "address": server.ip().to_string(), "port": server.port(),
+            "address": fec_server.ip().to_string(), "port": fec_server.port(),
             "fec": opts.fec, "key": KEY, "mode": 0 } }]
-    })
-    .to_string()
+    });
+    if let Some(r) = relays {
+        crate::impls::push_entry(
+            &mut config,
+            "inbounds",
+            serde_json::json!({ "tag": "fec-datagrams",
+            "listen": r.b.ip().to_string(), "port": r.b.port(), "protocol": "dokodemo-door",
+            // udp2raw's server decides where datagrams go; this is only a name.
+            "settings": { "address": r.c.ip().to_string(), "port": r.c.port(), "network": "udp" } }),
+        );
+        crate::impls::push_entry(
+            &mut config,
+            "outbounds",
+            serde_json::json!({ "tag": "faketcp", "protocol": "udp2raw",
+            "settings": { "address": server.ip().to_string(), "port": server.port(),
+                "key": UDP2RAW_KEY, "rawMode": "faketcp", "autoRule": true } }),
+        );
+        config["routing"] = serde_json::json!({
+            "rules": [{ "inboundTag": ["fec-datagrams"], "outboundTag": "faketcp" }] });
+    }
+    config.to_string()
 }
 
-fn skiff_server(listen: SocketAddr, echo: u16, opts: &FecOptions) -> String {
-    serde_json::json!({
+fn skiff_server(
+    listen: SocketAddr,
+    echo: u16,
+    relays: Option<Relays>,
+    opts: &FecOptions,
+) -> String {
+    let fec_listen = relays.map_or(listen, |r| r.c);
+    let mut config = serde_json::json!({
         "log": { "loglevel": "warning" },
-        "inbounds": [{ "listen": listen.ip().to_string(), "port": listen.port(),
+        "inbounds": [{ "listen": fec_listen.ip().to_string(), "port": fec_listen.port(),
             "protocol": "udpspeeder", "settings": {
                 "target": format!("127.0.0.1:{echo}"), "fec": opts.fec, "key": KEY, "mode": 0 } }],
         "outbounds": [{ "protocol": "freedom" }]
-    })
-    .to_string()
+    });
+    if let Some(r) = relays {
+        crate::impls::push_entry(
+            &mut config,
+            "inbounds",
+            serde_json::json!({ "listen": listen.ip().to_string(),
+            "port": listen.port(), "protocol": "udp2raw",
+            "settings": { "target": r.c.to_string(), "key": UDP2RAW_KEY, "rawMode": "faketcp",
+                "autoRule": true } }),
+        );
+    }
+    config.to_string()
 }
 
-/// Starts B (client: `listen` on loopback, tunnelling to C at `remote`) or C (server:
-/// `listen` on the link, sending to D at `remote`) of `imp` in its namespace. Skiff's client
-/// names D's port (`echo`) as its dokodemo-door destination; the server's target decides.
-#[allow(clippy::too_many_arguments)]
+/// B (client: `listen` on loopback, tunnelling to C at `remote`) or C (server: `listen` on
+/// the link, sending to D at `remote`) of one run, and on a fake-TCP run the relays.
+struct Ends {
+    listen: SocketAddr,
+    remote: SocketAddr,
+    echo: u16,
+    relays: Option<Relays>,
+}
+
+/// Starts B or C of `imp` in its namespace, with the real udp2raw beside speederv2 on a
+/// fake-TCP run. Skiff's client names D's port (`echo`) as its dokodemo-door destination;
+/// the server's target decides.
 fn start(
     imp: &FecImpl,
     link: &Link,
     dir: &Path,
     client: bool,
-    listen: SocketAddr,
-    remote: SocketAddr,
-    echo: u16,
+    ends: &Ends,
     opts: &FecOptions,
-) -> io::Result<Proc> {
+) -> io::Result<(Proc, Option<Proc>)> {
     let (ns, label) = if client {
         (link.ns_b(), "b")
     } else {
         (link.ns_c(), "c")
     };
+    let Ends {
+        listen,
+        remote,
+        echo,
+        relays,
+    } = *ends;
+    let mut helper = None;
     let mut cmd = match imp {
         FecImpl::Skiff(path) => {
             let config = dir.join(format!("{label}.json"));
             let text = if client {
-                skiff_client(listen.port(), remote, echo, opts)
+                skiff_client(listen.port(), remote, echo, relays, opts)
             } else {
-                skiff_server(listen, remote.port(), opts)
+                skiff_server(listen, remote.port(), relays, opts)
             };
             std::fs::write(&config, text)?;
             let mut cmd = link::command_in(ns, path);
@@ -202,12 +265,40 @@ fn start(
             cmd
         }
         FecImpl::Speederv2(path) => {
+            let (fec_listen, fec_remote) = match (relays, client) {
+                (None, _) => (listen, remote),
+                (Some(r), true) => (listen, r.b),
+                (Some(r), false) => (r.c, remote),
+            };
+            if let (Some(r), Some(udp2raw)) = (relays, &opts.udp2raw) {
+                let mut cmd = link::command_in(ns, udp2raw);
+                if client {
+                    cmd.arg("-c")
+                        .arg("-l")
+                        .arg(r.b.to_string())
+                        .arg("-r")
+                        .arg(remote.to_string());
+                } else {
+                    cmd.arg("-s")
+                        .arg("-l")
+                        .arg(listen.to_string())
+                        .arg("-r")
+                        .arg(r.c.to_string());
+                }
+                cmd.args(["-k", UDP2RAW_KEY, "--raw-mode", "faketcp", "-a"])
+                    .args(["--log-level", "3", "--disable-color"]);
+                helper = Some(Proc::spawn(
+                    &format!("udp2raw {label}"),
+                    cmd,
+                    dir.join(format!("{label}-udp2raw.log")),
+                )?);
+            }
             let mut cmd = link::command_in(ns, path);
             cmd.arg(if client { "-c" } else { "-s" })
                 .arg("-l")
-                .arg(listen.to_string())
+                .arg(fec_listen.to_string())
                 .arg("-r")
-                .arg(remote.to_string())
+                .arg(fec_remote.to_string())
                 .args(["-f", &opts.fec, "-k", KEY, "--mode", "0"])
                 .args(["--log-level", "3", "--disable-color"]);
             cmd
@@ -216,11 +307,16 @@ fn start(
     if let FecImpl::Skiff(_) = imp {
         cmd.env("RUST_LOG", "warn");
     }
-    Proc::spawn(
+    let main = Proc::spawn(
         &format!("{} {label}", imp.name()),
         cmd,
         dir.join(format!("{label}.log")),
-    )
+    )?;
+    Ok((main, helper))
+}
+
+fn cpu_of(side: &(Proc, Option<Proc>)) -> f64 {
+    usage_of(side.0.pid()).cpu_s + side.1.as_ref().map_or(0.0, |h| usage_of(h.pid()).cpu_s)
 }
 
 /// One run: D's echo and C in namespace c, B and the flow in namespace b.
@@ -239,11 +335,35 @@ pub fn run_once(
     let c_listen = SocketAddr::new(link.addr_c(), udp_port_in(link, false, link.addr_c())?);
     let b_port = udp_port_in(link, true, localhost)?;
     let d = SocketAddr::new(localhost, echo_port);
-    let mut c = start(imp, link, &dir, false, c_listen, d, echo_port, opts)?;
+    let relays = match opts.udp2raw {
+        Some(_) => Some(Relays {
+            b: SocketAddr::new(localhost, udp_port_in(link, true, localhost)?),
+            c: SocketAddr::new(localhost, udp_port_in(link, false, localhost)?),
+        }),
+        None => None,
+    };
+    let server = Ends {
+        listen: c_listen,
+        remote: d,
+        echo: echo_port,
+        relays,
+    };
+    let mut c = start(imp, link, &dir, false, &server, opts)?;
     let b_listen = SocketAddr::new(localhost, b_port);
-    let mut b = start(imp, link, &dir, true, b_listen, c_listen, echo_port, opts)?;
-    std::thread::sleep(START);
-    for p in [&mut b, &mut c] {
+    let client = Ends {
+        listen: b_listen,
+        remote: c_listen,
+        echo: echo_port,
+        relays,
+    };
+    let mut b = start(imp, link, &dir, true, &client, opts)?;
+    // udp2raw's handshake (fake TCP, then its own) takes a round trip or two of the link.
+    std::thread::sleep(if relays.is_some() { START * 3 } else { START });
+    for p in [&mut b.0, &mut c.0]
+        .into_iter()
+        .chain(b.1.as_mut())
+        .chain(c.1.as_mut())
+    {
         if !p.alive() {
             return Err(io::Error::other(format!(
                 "{} exited: {}",
@@ -254,7 +374,7 @@ pub fn run_once(
     }
     let flow = link.run_in_b(|| UdpSocket::bind((localhost, 0)))??;
     flow.connect((localhost, b_port))?;
-    let (cpu_b0, cpu_c0) = (usage_of(b.pid()).cpu_s, usage_of(c.pid()).cpu_s);
+    let (cpu_b0, cpu_c0) = (cpu_of(&b), cpu_of(&c));
     let link0 = link.counters();
     let stop = AtomicBool::new(false);
     let mut run = std::thread::scope(|scope| {
@@ -264,8 +384,8 @@ pub fn run_once(
         result
     })?;
     let link1 = link.counters();
-    run.cpu_b_s = usage_of(b.pid()).cpu_s - cpu_b0;
-    run.cpu_c_s = usage_of(c.pid()).cpu_s - cpu_c0;
+    run.cpu_b_s = cpu_of(&b) - cpu_b0;
+    run.cpu_c_s = cpu_of(&c) - cpu_c0;
     run.link_bytes = (link1.b_to_c.bytes_in - link0.b_to_c.bytes_in)
         + (link1.c_to_b.bytes_in - link0.c_to_b.bytes_in);
     Ok(run)
@@ -460,6 +580,44 @@ mod tests {
         assert!((run.cpu_b_per_gib() - 0.5 / gib).abs() < 1e-9);
         assert_eq!(FecRun::default().loss(), 0.0);
         assert_eq!(FecRun::default().rtt(0.5), None);
+    }
+
+    #[test]
+    fn skiff_accepts_its_configs_over_udp_and_over_fake_tcp() {
+        let opts = FecOptions {
+            fec: "20:10".into(),
+            rate: 1000,
+            duration: Duration::from_secs(1),
+            udp2raw: None,
+        };
+        let relays = Relays {
+            b: "127.0.0.1:1005".parse().unwrap(),
+            c: "127.0.0.1:1006".parse().unwrap(),
+        };
+        let c_listen: SocketAddr = "10.0.0.2:1002".parse().unwrap();
+        for relays in [None, Some(relays)] {
+            for text in [
+                skiff_client(1001, c_listen, 1003, relays, &opts),
+                skiff_server(c_listen, 1003, relays, &opts),
+            ] {
+                let loaded = skiff_config::load_sources(&[skiff_config::Source {
+                    name: "gen.json".into(),
+                    text: text.clone(),
+                }]);
+                assert!(loaded.is_ok(), "{text}: {loaded:?}");
+            }
+        }
+        let b: serde_json::Value =
+            serde_json::from_str(&skiff_client(1001, c_listen, 1003, Some(relays), &opts)).unwrap();
+        // The FEC client sends to B's relay, whose datagrams go out as fake TCP to C.
+        assert_eq!(b["outbounds"][0]["settings"]["port"], 1005);
+        assert_eq!(b["inbounds"][1]["port"], 1005);
+        assert_eq!(b["outbounds"][1]["settings"]["address"], "10.0.0.2");
+        let c: serde_json::Value =
+            serde_json::from_str(&skiff_server(c_listen, 1003, Some(relays), &opts)).unwrap();
+        assert_eq!(c["inbounds"][0]["port"], 1006);
+        assert_eq!(c["inbounds"][1]["port"], 1002);
+        assert_eq!(c["inbounds"][1]["settings"]["target"], "127.0.0.1:1006");
     }
 
     #[test]

@@ -426,3 +426,110 @@ fn skiff_and_real_udp2raw_both_ways() {
     }
     assert!(failures.is_empty(), "{} cases failed", failures.len());
 }
+
+/// The `skiff_u2r_*` chains iptables lists in `ns`.
+fn skiff_chains(ns: &Netns) -> Vec<String> {
+    let out = Command::new("ip")
+        .args(["netns", "exec", &ns.name, "iptables", "-S"])
+        .output()
+        .unwrap();
+    let mut chains: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("-N "))
+        .filter(|c| c.starts_with("skiff_u2r_"))
+        .map(str::to_string)
+        .collect();
+    chains.sort();
+    chains
+}
+
+/// The state files of runs of PID `pid` in Skiff's state directory.
+fn state_files_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir("/run/skiff")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&format!("udp2raw-{pid}-")))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// `autoRule` through the skiff binary, as systemd and panels run it: the chain `skiff run`
+/// adds is gone after SIGTERM; after a `kill -9` it stays, with its state file, until the
+/// next `skiff run` with an `autoRule` end starts and removes it.
+#[test]
+fn skiff_removes_its_firewall_rules_on_sigterm_and_after_a_crash() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return skip("not root (raw sockets, network namespaces, iptables)");
+    }
+    if !have("ip") || !have("iptables") {
+        return skip("no `ip` or `iptables`");
+    }
+    let mut ns = Netns::new("rules");
+    let dir = std::env::temp_dir().join(format!("skiff-u2r-rules-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("server.json");
+    std::fs::write(
+        &config,
+        r#"{ "log": { "loglevel": "info" },
+  "inbounds": [{ "protocol": "udp2raw", "listen": "127.0.0.1", "port": 4096,
+    "settings": { "target": "127.0.0.1:7000", "key": "rules", "autoRule": true } }],
+  "outbounds": [{ "protocol": "freedom" }] }"#,
+    )
+    .unwrap();
+    let skiff = Path::new(env!("CARGO_BIN_EXE_skiff"));
+    let args = ["run".to_string(), "-c".into(), config.display().to_string()];
+    let start = |ns: &mut Netns, n: usize| -> u32 {
+        ns.spawn(skiff, &args, &dir.join(format!("run{n}.log")));
+        ns.children.last().unwrap().id()
+    };
+    let only_chain_of = |ns: &Netns, pid: u32| {
+        let c = skiff_chains(ns);
+        c.len() == 1 && c[0].starts_with(&format!("skiff_u2r_{pid}_"))
+    };
+
+    // SIGTERM: the chain and the state file go with the process.
+    let first = start(&mut ns, 1);
+    wait_for("the first run's chain", || only_chain_of(&ns, first));
+    assert_eq!(state_files_of(first).len(), 1);
+    // SAFETY: kill on the PID of a child this test started and has not reaped.
+    unsafe { libc::kill(first as i32, libc::SIGTERM) };
+    let child = ns.children.last_mut().unwrap();
+    wait_for("skiff to exit on SIGTERM", || {
+        child.try_wait().unwrap().is_some()
+    });
+    assert!(child.try_wait().unwrap().unwrap().success());
+    assert_eq!(skiff_chains(&ns), Vec::<String>::new(), "after SIGTERM");
+    assert!(state_files_of(first).is_empty());
+
+    // kill -9: nothing runs to remove the chain; the next start does.
+    let crashed = start(&mut ns, 2);
+    wait_for("the crashing run's chain", || only_chain_of(&ns, crashed));
+    let child = ns.children.last_mut().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(only_chain_of(&ns, crashed), "kill -9 leaves the chain");
+    assert_eq!(state_files_of(crashed).len(), 1);
+    let next = start(&mut ns, 3);
+    wait_for("the leftover chain replaced by the new run's", || {
+        only_chain_of(&ns, next)
+    });
+    assert!(state_files_of(crashed).is_empty());
+    let log = std::fs::read_to_string(dir.join("run3.log")).unwrap();
+    assert!(log.contains("udp2raw firewall rules added"), "{log}");
+    drop(ns);
+    let _ = std::fs::remove_dir_all(&dir);
+}

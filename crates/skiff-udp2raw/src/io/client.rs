@@ -53,6 +53,7 @@ pub fn run(cfg: &Config, handle: &Handle) -> io::Result<()> {
 pub fn run_on(cfg: &Config, handle: &Handle, udp: UdpSocket) -> io::Result<()> {
     let raw_sock = RawSocket::open()?;
     udp.set_nonblocking(true)?;
+    super::raw::size_udp(&udp);
     let server = v4(cfg.remote.ip())?;
     let codec = Codec::new(&cfg.password, Role::Client, cfg.cipher, cfg.auth);
     run_with(cfg, handle, &raw_sock, &udp, server, &codec)

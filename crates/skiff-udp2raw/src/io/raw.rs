@@ -38,6 +38,31 @@ fn new_socket(domain: i32, ty: i32, proto: i32, what: &str) -> io::Result<OwnedF
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// What each of the tunnel's sockets may queue: a KCP window's burst (2048 segments of
+/// ~1.4 KB) arrives faster than one thread decrypts it, and the kernel's default (~208 KiB)
+/// drops the rest. The same as Skiff's kcptun `sockbuf`; net.core.rmem_max/wmem_max cap it.
+const SOCKET_BUFFER: libc::c_int = 4 << 20;
+
+fn set_buffer(fd: RawFd, option: libc::c_int) {
+    // SAFETY: setsockopt with a c_int of the size given; failure only leaves the default.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            option,
+            (&SOCKET_BUFFER as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as u32,
+        );
+    }
+}
+
+/// Sizes a UDP socket of the tunnel (a conversation's, or the client's listening one) both
+/// ways as the raw socket is sized.
+pub fn size_udp(socket: &std::net::UdpSocket) {
+    set_buffer(socket.as_raw_fd(), libc::SO_RCVBUF);
+    set_buffer(socket.as_raw_fd(), libc::SO_SNDBUF);
+}
+
 impl RawSocket {
     /// Opens both sockets; fails with a message naming root / CAP_NET_RAW when refused.
     pub fn open() -> io::Result<RawSocket> {
@@ -53,17 +78,7 @@ impl RawSocket {
             libc::IPPROTO_RAW,
             "raw IPv4 socket",
         )?;
-        let size: libc::c_int = 4 << 20;
-        // SAFETY: setsockopt with a c_int of the size given; failure only leaves the default.
-        unsafe {
-            libc::setsockopt(
-                recv.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUF,
-                (&size as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as u32,
-            );
-        }
+        set_buffer(recv.as_raw_fd(), libc::SO_RCVBUF);
         Ok(RawSocket { send, recv })
     }
 

@@ -321,6 +321,7 @@ fn on_raw(
                         SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
                     };
                     let s = UdpSocket::bind(bind)?;
+                    raw::size_udp(&s);
                     s.connect(cfg.remote)?;
                     s.set_nonblocking(true)?;
                     c.convs.insert(
