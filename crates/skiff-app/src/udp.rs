@@ -128,15 +128,17 @@ async fn tunnel_replies(
     idle: Duration,
 ) {
     let mut buf = vec![0u8; DATAGRAM_MAX];
+    // One idle timer for the session's life, not one per datagram.
+    let idle = session.activity.idle(idle);
+    tokio::pin!(idle);
     loop {
         let mut read = ReadBuf::new(&mut buf);
-        let received = tokio::time::timeout(
-            idle,
-            poll_fn(|cx| session.conn.poll_recv_from(cx, &mut read)),
-        )
-        .await;
+        let received = tokio::select! {
+            r = poll_fn(|cx| session.conn.poll_recv_from(cx, &mut read)) => r,
+            _ = &mut idle => break,
+        };
         match received {
-            Ok(Ok(_from)) => {
+            Ok(_from) => {
                 let data = read.filled();
                 session.activity.touch();
                 inbound.downlink.add(data.len() as u64);
@@ -144,12 +146,10 @@ async fn tunnel_replies(
                     debug!(%client, error = %e, "UDP reply failed");
                 }
             }
-            Ok(Err(e)) => {
+            Err(e) => {
                 debug!(%client, error = %e, "UDP outbound receive failed");
                 break;
             }
-            Err(_) if session.activity.idle_for() >= idle => break,
-            Err(_) => {}
         }
     }
     if let Ok(mut map) = sessions.lock() {

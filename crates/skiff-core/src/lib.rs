@@ -10,6 +10,7 @@ pub use address::Address;
 pub use net::{Cidr, Network, Networks, PortRange};
 pub mod counted;
 pub mod datagram;
+pub mod datagram_batch;
 pub mod handshake;
 pub mod layer;
 pub mod metadata;

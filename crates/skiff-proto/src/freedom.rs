@@ -134,8 +134,11 @@ impl Outbound for Freedom {
                 Ok(s) => s,
                 Err(_) => UdpSocket::bind(("0.0.0.0", 0)).await?,
             };
+            // Asked once: a getsockname per datagram was most of a small flow's system calls.
+            let dual_stack = matches!(socket.local_addr(), Ok(SocketAddr::V6(_)));
             let conn: BoxPacketConn = Box::new(DirectPackets {
                 socket,
+                dual_stack,
                 resolve: self.resolve,
                 redirect: self.redirect.clone(),
                 resolver: self.resolver.clone(),
@@ -147,6 +150,8 @@ impl Outbound for Freedom {
 
 struct DirectPackets {
     socket: UdpSocket,
+    /// The socket is IPv6 (dual-stack); otherwise the IPv4 fallback.
+    dual_stack: bool,
     resolve: Resolve,
     redirect: Option<(String, u16)>,
     resolver: Option<Arc<dyn skiff_core::Resolve>>,
@@ -155,8 +160,8 @@ struct DirectPackets {
 impl DirectPackets {
     /// Adapts an address to the socket's family (IPv4 → v4-mapped on a dual-stack socket).
     fn fit(&self, addr: SocketAddr) -> SocketAddr {
-        match (self.socket.local_addr(), addr) {
-            (Ok(SocketAddr::V6(_)), SocketAddr::V4(v4)) => {
+        match (self.dual_stack, addr) {
+            (true, SocketAddr::V4(v4)) => {
                 SocketAddr::new(IpAddr::V6(v4.ip().to_ipv6_mapped()), v4.port())
             }
             _ => addr,
@@ -191,7 +196,7 @@ impl PacketConn for DirectPackets {
                 Address::Ip(sa) => *sa,
                 domain => {
                     let all = addresses(self.resolve, self.resolver.as_ref(), domain).await?;
-                    let v4_only = matches!(self.socket.local_addr(), Ok(SocketAddr::V4(_)));
+                    let v4_only = !self.dual_stack;
                     all.into_iter()
                         .find(|sa| !v4_only || sa.is_ipv4())
                         .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?

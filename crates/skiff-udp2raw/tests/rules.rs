@@ -1,7 +1,8 @@
 //! `autoRule`: the firewall chain is added, removed on a normal stop and on SIGTERM, and what
 //! a `kill -9`ed run left is removed by the next start. In a network namespace (root, `ip`
 //! and `iptables` needed; outside CI their absence skips with a printed reason, under
-//! `CI=true` it fails). The nftables path (used when `iptables` is absent) is not run here.
+//! `CI=true` it fails). The nftables path (used when `iptables` is absent) runs in its own
+//! test, chosen explicitly, where `nft` is installed.
 
 mod common;
 
@@ -11,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use skiff_udp2raw::headers::RawMode;
-use skiff_udp2raw::io::rules::{Flow, Rules, list_chains};
+use skiff_udp2raw::io::rules::{Backend, Flow, Rules, list_chains, remove_leftovers};
 
 fn ready() -> bool {
     if !is_root() {
@@ -147,4 +148,94 @@ fn rules_removed_on_drop_sigterm_and_after_a_crash() {
     assert!(state_files(&dir).is_empty(), "{:?}", state_files(&dir));
     let _ = std::fs::remove_dir_all(&dir);
     eprintln!("rules: drop, SIGTERM and kill -9 + restart all leave no chain ({left:?} cleaned)");
+}
+
+/// `nft` output inside `ns`.
+fn nft(ns: &Netns, args: &[&str]) -> String {
+    let out = Command::new("ip")
+        .args(["netns", "exec", &ns.name, "nft"])
+        .args(args)
+        .output()
+        .expect("nft");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn nftables_rules_drop_the_fake_flow_and_go_away_with_their_run() {
+    if !is_root() {
+        return skip("not root (network namespaces, nftables)");
+    }
+    if !have("ip", "-V") || !have("nft", "--version") {
+        return skip("no `ip` or `nft`");
+    }
+    let ns = Netns::new("nft");
+    let dir = std::env::temp_dir().join(format!("skiff-u2r-nft-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // Each raw mode and side: a table whose rule names the flow and drops it; gone on drop.
+    for raw in RawMode::ALL {
+        for (flow, wanted) in [
+            (
+                Flow::Server {
+                    listen: "10.9.8.7:4096".parse().unwrap(),
+                },
+                "ip daddr 10.9.8.7",
+            ),
+            (
+                Flow::Client {
+                    server: "10.1.2.3:4097".parse().unwrap(),
+                },
+                "ip saddr 10.1.2.3",
+            ),
+        ] {
+            let d = dir.clone();
+            let (table, listed) = ns.run_in(move || {
+                let r = Rules::install_with(Backend::Nftables, raw, flow, &d).expect("install");
+                let table = r.chain().to_string();
+                let listed = std::process::Command::new("nft")
+                    .args(["list", "table", "inet", &table])
+                    .output()
+                    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                    .unwrap_or_default();
+                (table, listed)
+            });
+            assert!(listed.contains(wanted), "{raw:?} {flow:?}: {listed}");
+            assert!(listed.contains("drop"), "{listed}");
+            assert!(listed.contains("hook input"), "{listed}");
+            assert!(
+                !nft(&ns, &["list", "tables"]).contains(&table),
+                "dropped → removed"
+            );
+        }
+    }
+
+    // A crashed run's table, with and without its state file: the next start removes both.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let with_state = format!("skiff_u2r_{dead}_7");
+    let without_state = format!("skiff_u2r_{dead}_8");
+    for table in [&with_state, &without_state] {
+        assert!(ns.exec(&["nft", "add", "table", "inet", table]));
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    let netns = ns.run_in(|| {
+        std::fs::read_link("/proc/thread-self/ns/net")
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    });
+    std::fs::write(
+        dir.join(format!("udp2raw-{dead}-7.rules")),
+        format!("backend=nft\nchain={with_state}\npid={dead}\nstart=1\nnetns={netns}\n"),
+    )
+    .unwrap();
+    let d = dir.clone();
+    let mut removed = ns.run_in(move || remove_leftovers(&d));
+    removed.sort();
+    assert_eq!(removed, [with_state.clone(), without_state.clone()]);
+    let tables = nft(&ns, &["list", "tables"]);
+    assert!(!tables.contains("skiff_u2r_"), "{tables}");
+    assert!(std::fs::read_dir(&dir).unwrap().next().is_none());
+    let _ = std::fs::remove_dir_all(&dir);
 }

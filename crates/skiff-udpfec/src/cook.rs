@@ -34,16 +34,38 @@ impl std::fmt::Debug for CookOptions {
     }
 }
 
+/// Random bytes for the obscure step, drawn from the system's generator a page at a time: one
+/// call per datagram was a visible share of a small flow's CPU, and padding only has to look
+/// random (the key, not the padding, is what obscures; neither is a secret of the tunnel's).
+fn padding_bytes(out: &mut [u8]) {
+    const POOL: usize = 4096;
+    thread_local! {
+        static PADDING_POOL: std::cell::RefCell<(Vec<u8>, usize)> =
+            const { std::cell::RefCell::new((Vec::new(), 0)) };
+    }
+    PADDING_POOL.with_borrow_mut(|(pool, used)| {
+        if pool.len() != POOL || *used + out.len() > POOL {
+            pool.resize(POOL, 0);
+            skiff_crypto::random::fill(pool);
+            *used = 0;
+        }
+        out.copy_from_slice(&pool[*used..*used + out.len()]);
+        *used += out.len();
+    });
+}
+
 impl CookOptions {
     /// Wraps `packet` in place for the wire.
     pub fn cook(&self, packet: &mut Vec<u8>) {
+        // One growth at most (none for the encoder's shards, made with this room).
+        packet.reserve(COOK_OVERHEAD_MAX);
         if !self.disable_checksum {
             let crc = crc32fast::hash(packet);
             packet.extend_from_slice(&crc.to_be_bytes());
         }
         if !self.disable_obscure {
             let mut draw = [0u8; 1 + OBSCURE_MAX];
-            skiff_crypto::random::fill(&mut draw);
+            padding_bytes(&mut draw);
             let pad_len = OBSCURE_MIN + draw[0] as usize % (OBSCURE_MAX - OBSCURE_MIN + 1);
             let pad = &draw[1..1 + pad_len];
             xor_repeating(packet, pad);
@@ -104,9 +126,14 @@ fn xor_repeating(data: &mut [u8], pattern: &[u8]) {
     let block: &[u8] = if pattern.len() >= BLOCK {
         pattern
     } else {
+        // Doubling what is laid out: a handful of copies, not one per repetition.
         let whole = BLOCK / pattern.len() * pattern.len();
-        for chunk in laid_out[..whole].chunks_exact_mut(pattern.len()) {
-            chunk.copy_from_slice(pattern);
+        laid_out[..pattern.len()].copy_from_slice(pattern);
+        let mut filled = pattern.len();
+        while filled < whole {
+            let take = filled.min(whole - filled);
+            laid_out.copy_within(..take, filled);
+            filled += take;
         }
         &laid_out[..whole]
     };

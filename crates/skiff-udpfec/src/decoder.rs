@@ -143,21 +143,26 @@ impl FecDecoder {
     }
 
     fn decode_blob(&mut self, seq: u32, out: &mut Vec<Vec<u8>>) -> Result<(), Error> {
-        let group = &self.groups[&seq];
+        let Some(group) = self.groups.get_mut(&seq) else {
+            return Err(Error::Malformed("no such group"));
+        };
         let (x, y) = group.shape.expect("shape known");
         let len = group.shard_len;
         let mut shards: Vec<Option<Vec<u8>>> = vec![None; x + y];
-        for (index, shard) in &group.shards {
-            shards[*index as usize] = Some(shard.clone());
+        // Moved, not copied: the caller finishes the group whatever the outcome.
+        for (index, shard) in std::mem::take(&mut group.shards) {
+            if let Some(slot) = shards.get_mut(usize::from(index)) {
+                *slot = Some(shard);
+            }
         }
         let code = self.codes.get(x, x + y);
         if !code.reconstruct(&mut shards, len) {
             return Err(Error::Malformed("too few shards"));
         }
-        let blob: Vec<u8> = shards[..x]
-            .iter()
-            .flat_map(|s| s.as_deref().expect("rebuilt").iter().copied())
-            .collect();
+        let mut blob = Vec::with_capacity(x * len);
+        for shard in &shards[..x] {
+            blob.extend_from_slice(shard.as_deref().expect("rebuilt"));
+        }
         parse_blob(&blob, out)
     }
 

@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use crate::Error;
+use crate::cook::COOK_OVERHEAD_MAX;
 use crate::header::{HEADER_LEN, ShardHeader};
 use crate::params::{FecMode, FecParams};
 use crate::rs::CodeCache;
@@ -150,7 +151,7 @@ impl FecEncoder {
         let data: Vec<&[u8]> = self.blob.chunks(shard_len).collect();
         let code = self.codes.get(x, x + y);
         for i in 0..x + y {
-            let mut packet = Vec::with_capacity(HEADER_LEN + shard_len);
+            let mut packet = Vec::with_capacity(HEADER_LEN + shard_len + COOK_OVERHEAD_MAX);
             self.header(x, y, i).write(&mut packet);
             if i < x {
                 packet.extend_from_slice(data[i]);
@@ -185,7 +186,7 @@ impl FecEncoder {
     /// A mode-1 data shard as sent: x = y = 0, unpadded.
     fn data_packet(&self, index: usize) -> Vec<u8> {
         let shard = &self.shards[index];
-        let mut packet = Vec::with_capacity(HEADER_LEN + shard.len());
+        let mut packet = Vec::with_capacity(HEADER_LEN + shard.len() + COOK_OVERHEAD_MAX);
         ShardHeader {
             seq: self.seq,
             mode: FecMode::PerPacket as u8,
@@ -220,7 +221,7 @@ impl FecEncoder {
             let data: Vec<&[u8]> = padded.iter().map(Vec::as_slice).collect();
             let code = self.codes.get(x, x + y);
             for i in x..x + y {
-                let mut packet = Vec::with_capacity(HEADER_LEN + shard_len);
+                let mut packet = Vec::with_capacity(HEADER_LEN + shard_len + COOK_OVERHEAD_MAX);
                 self.header(x, y, i).write(&mut packet);
                 let start = packet.len();
                 packet.resize(start + shard_len, 0);

@@ -94,12 +94,14 @@ impl FecSession {
     ) -> Result<(), Error> {
         self.inner.clear();
         let result = self.decoder.input(packet, &mut self.inner);
-        for packet in self.inner.drain(..) {
+        for mut packet in self.inner.drain(..) {
             if packet.len() < CONV_LEN {
                 continue; // speederv2 skips such packets too
             }
             let conv = u32::from_be_bytes(packet[..CONV_LEN].try_into().expect("4 bytes"));
-            out.push((conv, packet[CONV_LEN..].to_vec()));
+            // In place: the payload moves down over the id, no second allocation.
+            packet.drain(..CONV_LEN);
+            out.push((conv, packet));
         }
         result
     }

@@ -8,6 +8,7 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
+use skiff_core::datagram_batch::{BATCH, RecvBatch, send_batch};
 use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Metadata, Outbound, PacketConn};
 use skiff_udpfec::MAX_DATAGRAM;
 use tokio::io::ReadBuf;
@@ -124,12 +125,13 @@ impl Outbound for UdpspeederClient {
     }
 }
 
-/// Datagrams from the server, decoded and handed to their conversations.
+/// Datagrams from the server, decoded and handed to their conversations: every datagram
+/// already queued in one call (a group's shards arrive together), under one lock.
 async fn receive(tunnel: Arc<Tunnel>) {
-    let mut buf = vec![0u8; MAX_DATAGRAM + 1];
+    let mut batch = RecvBatch::new(BATCH, MAX_DATAGRAM + 1);
     let mut decoded = Vec::new();
     loop {
-        let n = match tunnel.socket.recv(&mut buf).await {
+        let count = match batch.recv(&tunnel.socket).await {
             Ok(n) => n,
             Err(e) => {
                 // A refused port (ICMP) is reported once per datagram; keep listening.
@@ -138,16 +140,20 @@ async fn receive(tunnel: Arc<Tunnel>) {
                 continue;
             }
         };
-        if n > MAX_DATAGRAM {
-            continue;
-        }
         decoded.clear();
-        let result = match tunnel.fec.session.lock() {
-            Ok(mut s) => s.receive(&mut buf[..n], &mut decoded),
-            Err(_) => return,
-        };
-        if let Err(e) = result {
-            debug!(server = %tunnel.server, error = %e, "udpspeeder datagram refused");
+        {
+            let Ok(mut session) = tunnel.fec.session.lock() else {
+                return;
+            };
+            for i in 0..count {
+                let (datagram, _) = batch.get(i);
+                if datagram.len() > MAX_DATAGRAM {
+                    continue;
+                }
+                if let Err(e) = session.receive(datagram, &mut decoded) {
+                    debug!(server = %tunnel.server, error = %e, "udpspeeder datagram refused");
+                }
+            }
         }
         for (conv, payload) in decoded.drain(..) {
             let sender = tunnel
@@ -162,12 +168,11 @@ async fn receive(tunnel: Arc<Tunnel>) {
     }
 }
 
-/// Sends each group when its timeout passes.
+/// Sends each group when its timeout passes, its shards in one call.
 async fn flush(tunnel: Arc<Tunnel>) {
     loop {
-        for d in tunnel.fec.next_flush().await {
-            let _ = tunnel.socket.send(&d).await;
-        }
+        let datagrams = tunnel.fec.next_flush().await;
+        let _ = send_batch(&tunnel.socket, &datagrams, None).await;
     }
 }
 
@@ -208,10 +213,7 @@ impl PacketConn for Conversation {
                 .fec
                 .send(self.conv, payload)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-            for d in datagrams {
-                self.tunnel.socket.send(&d).await?;
-            }
-            Ok(())
+            send_batch(&self.tunnel.socket, &datagrams, None).await
         })
     }
 }

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use skiff_core::activity::Activity;
+use skiff_core::datagram_batch::{BATCH, RecvBatch, send_batch};
 use skiff_core::{Address, Metadata, Network, PacketConnector, RoutedPackets};
 use skiff_udpfec::MAX_DATAGRAM;
 use tokio::io::ReadBuf;
@@ -59,40 +60,80 @@ pub async fn serve(
         .local_addr()
         .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
     // One byte more than speederv2 accepts, to notice (and drop) larger datagrams.
-    let mut buf = vec![0u8; MAX_DATAGRAM + 1];
+    let mut batch = RecvBatch::new(BATCH, MAX_DATAGRAM + 1);
     let mut received = Vec::new();
     loop {
-        let (n, source) = tokio::select! {
+        // Every datagram already queued, in one call: a group's shards arrive together.
+        let count = tokio::select! {
             _ = shutdown.changed() => break,
-            r = socket.recv_from(&mut buf) => match r {
-                Ok(r) => r,
+            r = batch.recv(&socket) => match r {
+                Ok(n) => n,
                 Err(e) => {
                     debug!(inbound = %tag, error = %e, "udpspeeder receive failed");
                     continue;
                 }
             },
         };
+        for i in 0..count {
+            let (buf, source) = batch.get(i);
+            let Some(source) = source else { continue };
+            let inbound = Inbound {
+                tag: &tag,
+                server: &server,
+                connector: &connector,
+                socket: &socket,
+                peers: &peers,
+                local,
+            };
+            inbound.handle(buf, source, &mut received).await;
+        }
+    }
+}
+
+/// What a received datagram is handled with.
+struct Inbound<'a> {
+    tag: &'a Arc<str>,
+    server: &'a Arc<UdpspeederServer>,
+    connector: &'a Arc<dyn PacketConnector>,
+    socket: &'a Arc<UdpSocket>,
+    peers: &'a Peers,
+    local: SocketAddr,
+}
+
+impl Inbound<'_> {
+    /// One datagram from `source`: uncooked, decoded, and what it completes sent on to the
+    /// target, each conversation routed on its first packet.
+    async fn handle(&self, buf: &mut [u8], source: SocketAddr, received: &mut Vec<(u32, Vec<u8>)>) {
+        let Inbound {
+            tag,
+            server,
+            connector,
+            socket,
+            peers,
+            local,
+        } = *self;
+        let n = buf.len();
         if n > MAX_DATAGRAM {
             debug!(inbound = %tag, %source, "udpspeeder datagram too large; dropped");
-            continue;
+            return;
         }
         // The outer layer first: garbage never creates state.
         let len = match server.config.cook.uncook(&mut buf[..n]) {
             Ok(len) => len,
             Err(e) => {
                 debug!(inbound = %tag, %source, error = %e, "udpspeeder datagram refused");
-                continue;
+                return;
             }
         };
-        let Some(peer) = peer_for(&peers, source, &server, &socket) else {
+        let Some(peer) = peer_for(peers, source, server, socket) else {
             debug!(inbound = %tag, %source, "udpspeeder peer cap reached; dropped");
-            continue;
+            return;
         };
         peer.activity.touch();
         received.clear();
         let decoded = match peer.fec.session.lock() {
-            Ok(mut s) => s.receive_uncooked(&buf[..len], &mut received),
-            Err(_) => continue,
+            Ok(mut s) => s.receive_uncooked(&buf[..len], received),
+            Err(_) => return,
         };
         if let Err(e) = decoded {
             debug!(inbound = %tag, %source, error = %e, "udpspeeder packet refused");
@@ -175,9 +216,7 @@ async fn flusher(peer: Arc<Peer>, peers: Peers, socket: Arc<UdpSocket>) {
         let flushed = tokio::time::timeout(PEER_IDLE, peer.fec.next_flush()).await;
         match flushed {
             Ok(datagrams) => {
-                for d in datagrams {
-                    let _ = socket.send_to(&d, peer.address).await;
-                }
+                let _ = send_batch(&socket, &datagrams, Some(peer.address)).await;
             }
             Err(_) => {
                 let empty = peer
@@ -205,33 +244,31 @@ async fn replies(
 ) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let (routed, activity) = (&conversation.routed, &conversation.activity);
+    // One idle timer for the conversation's life, not one per datagram.
+    let idle = activity.idle(routed.idle);
+    tokio::pin!(idle);
     loop {
         let mut read = ReadBuf::new(&mut buf);
-        let received = tokio::time::timeout(
-            routed.idle,
-            poll_fn(|cx| routed.conn.poll_recv_from(cx, &mut read)),
-        )
-        .await;
+        let received = tokio::select! {
+            r = poll_fn(|cx| routed.conn.poll_recv_from(cx, &mut read)) => r,
+            _ = &mut idle => break,
+        };
         match received {
-            Ok(Ok(_from)) => {
+            Ok(_from) => {
                 activity.touch();
                 let data = read.filled();
                 routed.downlink.add(data.len() as u64);
                 match peer.fec.send(conv, data) {
                     Ok(datagrams) => {
-                        for d in datagrams {
-                            let _ = socket.send_to(&d, peer.address).await;
-                        }
+                        let _ = send_batch(&socket, &datagrams, Some(peer.address)).await;
                     }
                     Err(e) => debug!(peer = %peer.address, error = %e, "udpspeeder reply dropped"),
                 }
             }
-            Ok(Err(e)) => {
+            Err(e) => {
                 debug!(peer = %peer.address, error = %e, "udpspeeder target receive failed");
                 break;
             }
-            Err(_) if activity.idle_for() >= routed.idle => break,
-            Err(_) => {}
         }
     }
     if let Ok(mut m) = peer.conversations.lock() {

@@ -260,7 +260,17 @@ impl Rules {
     /// Removes leftovers of dead runs, then installs the rules for `flow`. Needs root or
     /// CAP_NET_ADMIN.
     pub fn install(mode: RawMode, flow: Flow, state_dir: &Path) -> io::Result<Rules> {
-        let backend = Backend::detect()?;
+        Rules::install_with(Backend::detect()?, mode, flow, state_dir)
+    }
+
+    /// As [`Rules::install`], with `backend` chosen by the caller (a test runs the nftables
+    /// path on a machine that also has `iptables`).
+    pub fn install_with(
+        backend: Backend,
+        mode: RawMode,
+        flow: Flow,
+        state_dir: &Path,
+    ) -> io::Result<Rules> {
         remove_leftovers(state_dir);
         let pid = std::process::id();
         let chain = format!("{PREFIX}{pid}_{}", SERIAL.fetch_add(1, Ordering::Relaxed));
