@@ -222,7 +222,11 @@ fn make(
                 u.port,
             ))
         }
-        OutboundProtocol::Udp2raw(u) => Arc::new(crate::udp2raw::Udp2rawClient::new(u.clone())),
+        OutboundProtocol::Udp2raw(u) => {
+            let client = Arc::new(crate::udp2raw::Udp2rawClient::new(u.clone()));
+            client.connect_early();
+            client
+        }
         OutboundProtocol::Kcptun(k) => {
             let server = Address::from_host(&k.address, k.port);
             Arc::new(KcptunOutbound {

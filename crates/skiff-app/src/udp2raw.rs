@@ -3,9 +3,10 @@
 //!
 //! - inbound (server): `io::server` on the inbound's address and port, every conversation to
 //!   the fixed `settings.target` (like `udp2raw -s -l … -r …`); stopped on shutdown.
-//! - outbound (client): on first use, `io::client` listening on a loopback port; every routed
-//!   UDP session is a loopback socket to it, that is one conversation in the tunnel. The
-//!   destination is not sent: the server's target decides, as with udp2raw.
+//! - outbound (client): at start (and again on first use if that failed), `io::client`
+//!   listening on a loopback port; every routed UDP session is a loopback socket to it, that
+//!   is one conversation in the tunnel. The destination is not sent: the server's target
+//!   decides, as with udp2raw.
 //!
 //! `autoRule` installs the firewall rules (`skiff_udp2raw::io::rules`) for as long as the end
 //! runs; a crashed run's rules are removed by the next start.
@@ -144,6 +145,22 @@ impl Udp2rawClient {
             plan,
             running: OnceCell::new(),
         }
+    }
+
+    /// Starts the tunnel now, in the background, as `udp2raw -c` connects at start: the fake
+    /// TCP and udp2raw handshakes take a few round trips, and a flow's first datagrams would
+    /// otherwise be lost waiting for them (0.6 s of a flow on a 200 ms path). A failure is
+    /// logged here and met again, plainly, by the first session.
+    pub fn connect_early(self: &Arc<Self>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let client = self.clone();
+        runtime.spawn(async move {
+            if let Err(e) = client.running().await {
+                warn!(server = %client.plan.address, error = %e, "udp2raw outbound could not start");
+            }
+        });
     }
 
     async fn running(&self) -> io::Result<Arc<Running>> {
