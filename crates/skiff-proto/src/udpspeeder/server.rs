@@ -62,10 +62,12 @@ pub async fn serve(
     // One byte more than speederv2 accepts, to notice (and drop) larger datagrams.
     let mut batch = RecvBatch::new(BATCH, MAX_DATAGRAM + 1);
     let mut received = Vec::new();
+    let stopped = shutdown.changed();
+    tokio::pin!(stopped);
     loop {
         // Every datagram already queued, in one call: a group's shards arrive together.
         let count = tokio::select! {
-            _ = shutdown.changed() => break,
+            _ = &mut stopped => break,
             r = batch.recv(&socket) => match r {
                 Ok(n) => n,
                 Err(e) => {
@@ -212,13 +214,15 @@ fn peer_for(
 
 /// Sends each group when its timeout passes; forgets the peer once it is idle and empty.
 async fn flusher(peer: Arc<Peer>, peers: Peers, socket: Arc<UdpSocket>) {
+    // One timer for the idle check, not one armed and cancelled per group.
+    let mut idle_check = tokio::time::interval(PEER_IDLE);
+    idle_check.reset();
     loop {
-        let flushed = tokio::time::timeout(PEER_IDLE, peer.fec.next_flush()).await;
-        match flushed {
-            Ok(datagrams) => {
+        tokio::select! {
+            datagrams = peer.fec.next_flush() => {
                 let _ = send_batch(&socket, &datagrams, Some(peer.address)).await;
             }
-            Err(_) => {
+            _ = idle_check.tick() => {
                 let empty = peer
                     .conversations
                     .lock()
