@@ -7,7 +7,7 @@
 //! from skiff-kcp's FEC. `tests/rizzo_vectors.rs` pins parity bytes captured from speederv2.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::gf256;
 
@@ -20,7 +20,13 @@ pub struct RsCode {
     k: usize,
     n: usize,
     matrix: Vec<u8>,
+    /// Decode matrices by the present shards they were inverted for: a lossy link repeats
+    /// the same few loss patterns, and inverting a k×k matrix is O(k³) per recovered group.
+    decodes: Mutex<HashMap<Vec<u8>, Arc<Vec<u8>>>>,
 }
+
+/// Most decode matrices one code keeps.
+const DECODE_MEMO: usize = 64;
 
 impl RsCode {
     /// `k` data shards, `n` shards in all; `1 <= k <= n <= 255`.
@@ -48,7 +54,12 @@ impl RsCode {
                 matrix[row * k + col] = acc;
             }
         }
-        RsCode { k, n, matrix }
+        RsCode {
+            k,
+            n,
+            matrix,
+            decodes: Mutex::default(),
+        }
     }
 
     pub fn data_shards(&self) -> usize {
@@ -84,11 +95,7 @@ impl RsCode {
         if present.len() < self.k {
             return false;
         }
-        let mut rows = Vec::with_capacity(self.k * self.k);
-        for &i in &present {
-            rows.extend_from_slice(&self.matrix[i * self.k..(i + 1) * self.k]);
-        }
-        let Some(decode) = invert(&rows, self.k) else {
+        let Some(decode) = self.decode_matrix(&present) else {
             return false;
         };
         let mut rebuilt = Vec::new();
@@ -104,6 +111,27 @@ impl RsCode {
             shards[missing] = Some(out);
         }
         true
+    }
+}
+
+impl RsCode {
+    /// The inverse of the rows of `present` (k indices), remembered.
+    fn decode_matrix(&self, present: &[usize]) -> Option<Arc<Vec<u8>>> {
+        let key: Vec<u8> = present.iter().map(|&i| i as u8).collect();
+        if let Some(d) = self.decodes.lock().ok()?.get(&key) {
+            return Some(d.clone());
+        }
+        let mut rows = Vec::with_capacity(self.k * self.k);
+        for &i in present {
+            rows.extend_from_slice(&self.matrix[i * self.k..(i + 1) * self.k]);
+        }
+        let decode = Arc::new(invert(&rows, self.k)?);
+        let mut memo = self.decodes.lock().ok()?;
+        if memo.len() >= DECODE_MEMO {
+            memo.clear();
+        }
+        memo.insert(key, decode.clone());
+        Some(decode)
     }
 }
 
@@ -192,15 +220,16 @@ mod tests {
             code.encode_parity(&refs, index, &mut p);
             all.push(p);
         }
-        for lost_a in 0..5 {
-            for lost_b in lost_a + 1..5 {
-                let mut shards: Vec<Option<Vec<u8>>> = all.iter().cloned().map(Some).collect();
-                shards[lost_a] = None;
-                shards[lost_b] = None;
-                assert!(code.reconstruct(&mut shards, 4));
-                for i in 0..3 {
-                    assert_eq!(shards[i].as_deref(), Some(data[i].as_slice()));
-                }
+        // Twice: the second round takes every decode matrix from the memo.
+        for (lost_a, lost_b) in
+            (0..2).flat_map(|_| (0..5).flat_map(|a| (a + 1..5).map(move |b| (a, b))))
+        {
+            let mut shards: Vec<Option<Vec<u8>>> = all.iter().cloned().map(Some).collect();
+            shards[lost_a] = None;
+            shards[lost_b] = None;
+            assert!(code.reconstruct(&mut shards, 4));
+            for i in 0..3 {
+                assert_eq!(shards[i].as_deref(), Some(data[i].as_slice()));
             }
         }
     }
