@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::combos::{Combination, KcpCarrier, KcpWindows, Kind};
+use crate::faketcp::Relays;
 use crate::process::which;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,18 +201,6 @@ pub struct Hops {
     /// ([`KcpCarrier::FakeTcp`]); None for every other row.
     pub relays: Option<Relays>,
 }
-
-/// Where a fake-TCP row's datagrams cross loopback: B's KCP client sends to `b` (the udp2raw
-/// client's UDP side), C's udp2raw server delivers to `c` (the KCP server). B reaches the
-/// udp2raw server at [`Hops::c_listen`].
-#[derive(Clone, Copy, Debug)]
-pub struct Relays {
-    pub b: SocketAddr,
-    pub c: SocketAddr,
-}
-
-/// The key both udp2raw ends share in the bench.
-const UDP2RAW_KEY: &str = "skiff-bench-raw";
 
 /// The id every bench row uses between B and C.
 pub(crate) const BENCH_UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
@@ -560,104 +549,19 @@ fn skiff_kcptun(
         }),
     };
     if let Some(relays) = relays {
-        add_skiff_udp2raw(&mut config, role, hops, relays);
+        crate::faketcp::add_skiff_end(&mut config, role == Role::Client, hops.c_listen, relays);
     }
     Some(config)
 }
 
-/// The udp2raw end of a fake-TCP row in Skiff's config: on B a UDP `dokodemo-door` at the
-/// relay, routed to a `udp2raw` outbound to C; on C a `udp2raw` inbound delivering to the KCP
-/// server. udp2raw's defaults otherwise (aes128cbc, md5), as the real binary runs them.
-fn add_skiff_udp2raw(config: &mut Value, role: Role, hops: &Hops, relays: Relays) {
-    let settings = |extra: Value| {
-        let mut s = json!({ "key": UDP2RAW_KEY, "rawMode": "faketcp", "autoRule": true });
-        if let (Some(s), Some(extra)) = (s.as_object_mut(), extra.as_object()) {
-            s.extend(extra.clone());
-        }
-        s
-    };
-    match role {
-        Role::Client => {
-            push_entry(
-                config,
-                "inbounds",
-                json!({
-                    "tag": "kcp-datagrams",
-                    "listen": relays.b.ip().to_string(),
-                    "port": relays.b.port(),
-                    "protocol": "dokodemo-door",
-                    // udp2raw's server decides where datagrams go; this is only a name.
-                    "settings": { "address": relays.c.ip().to_string(), "port": relays.c.port(), "network": "udp" }
-                }),
-            );
-            push_entry(
-                config,
-                "outbounds",
-                json!({
-                    "tag": "faketcp",
-                    "protocol": "udp2raw",
-                    "settings": settings(json!({
-                        "address": hops.c_listen.ip().to_string(),
-                        "port": hops.c_listen.port()
-                    }))
-                }),
-            );
-            config["routing"] = json!({
-                "rules": [{ "inboundTag": ["kcp-datagrams"], "outboundTag": "faketcp" }]
-            });
-        }
-        Role::Server => {
-            push_entry(
-                config,
-                "inbounds",
-                json!({
-                    "tag": "faketcp-in",
-                    "listen": hops.c_listen.ip().to_string(),
-                    "port": hops.c_listen.port(),
-                    "protocol": "udp2raw",
-                    "settings": settings(json!({ "target": relays.c.to_string() }))
-                }),
-            );
-        }
-    }
-}
-
-/// Appends `entry` to the config's `list` ("inbounds" or "outbounds").
-pub(crate) fn push_entry(config: &mut Value, list: &str, entry: Value) {
-    if let Some(list) = config[list].as_array_mut() {
-        list.push(entry);
-    }
-}
-
-/// The real udp2raw beside kcptun on a fake-TCP row: `-c` on B from the relay to C, `-s` on
-/// C to the KCP server; `-a` adds (and on exit removes) its iptables rule in the namespace.
+/// The real udp2raw beside kcptun on a fake-TCP row (see [`crate::faketcp::udp2raw_args`]).
 pub fn udp2raw_command(udp2raw: &Path, role: Role, hops: &Hops) -> Option<Command> {
-    let relays = hops.relays?;
     let mut cmd = Command::new(udp2raw);
-    match role {
-        Role::Client => cmd
-            .arg("-c")
-            .arg("-l")
-            .arg(relays.b.to_string())
-            .arg("-r")
-            .arg(hops.c_listen.to_string()),
-        Role::Server => cmd
-            .arg("-s")
-            .arg("-l")
-            .arg(hops.c_listen.to_string())
-            .arg("-r")
-            .arg(relays.c.to_string()),
-    };
-    cmd.args([
-        "-k",
-        UDP2RAW_KEY,
-        "--raw-mode",
-        "faketcp",
-        "-a",
-        "--log-level",
-        "3",
-        "--disable-color",
-    ]);
+    cmd.args(crate::faketcp::udp2raw_args(
+        role == Role::Client,
+        hops.c_listen,
+        hops.relays?,
+    ));
     Some(cmd)
 }
 

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod cgroup;
 pub mod combos;
 pub mod fair_cc;
+pub mod faketcp;
 pub mod impls;
 pub mod iperf;
 pub mod link;

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use crate::cgroup::CpuCap;
 use crate::combos::{Combination, KcpCarrier, Kind};
-use crate::impls::{Flavor, Hops, Implementation, Relays, Role};
+use crate::faketcp::Relays;
+use crate::impls::{Flavor, Hops, Implementation, Role};
 use crate::model::{ConnRate, IdleMemory, Latency, Row, Sample};
 use crate::process::{Proc, free_port, own_cpu_s};
 use crate::stats::summarize;

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::faketcp::Relays;
 use crate::link::{self, Link};
 use crate::process::{Proc, usage_of};
 
@@ -133,9 +134,6 @@ pub struct FecOptions {
     pub udp2raw: Option<PathBuf>,
 }
 
-/// The key both udp2raw ends share.
-const UDP2RAW_KEY: &str = "skiff-bench-raw";
-
 /// A UDP port free a moment ago on `ip` inside `ns`.
 fn udp_port_in(link: &Link, in_b: bool, ip: IpAddr) -> io::Result<u16> {
     let bind = move || -> io::Result<u16> { Ok(UdpSocket::bind((ip, 0))?.local_addr()?.port()) };
@@ -144,14 +142,6 @@ fn udp_port_in(link: &Link, in_b: bool, ip: IpAddr) -> io::Result<u16> {
     } else {
         link.run_in_c(bind)?
     }
-}
-
-/// Where a fake-TCP run's FEC datagrams cross loopback: B's FEC client sends to `b` (the
-/// udp2raw client), C's udp2raw server delivers to `c` (the FEC server).
-#[derive(Clone, Copy, Debug)]
-struct Relays {
-    b: SocketAddr,
-    c: SocketAddr,
 }
 
 fn skiff_client(
@@ -171,23 +161,7 @@ fn skiff_client(
             "fec": opts.fec, "key": KEY, "mode": 0 } }]
     });
     if let Some(r) = relays {
-        crate::impls::push_entry(
-            &mut config,
-            "inbounds",
-            serde_json::json!({ "tag": "fec-datagrams",
-            "listen": r.b.ip().to_string(), "port": r.b.port(), "protocol": "dokodemo-door",
-            // udp2raw's server decides where datagrams go; this is only a name.
-            "settings": { "address": r.c.ip().to_string(), "port": r.c.port(), "network": "udp" } }),
-        );
-        crate::impls::push_entry(
-            &mut config,
-            "outbounds",
-            serde_json::json!({ "tag": "faketcp", "protocol": "udp2raw",
-            "settings": { "address": server.ip().to_string(), "port": server.port(),
-                "key": UDP2RAW_KEY, "rawMode": "faketcp", "autoRule": true } }),
-        );
-        config["routing"] = serde_json::json!({
-            "rules": [{ "inboundTag": ["fec-datagrams"], "outboundTag": "faketcp" }] });
+        crate::faketcp::add_skiff_end(&mut config, true, server, r);
     }
     config.to_string()
 }
@@ -207,14 +181,7 @@ fn skiff_server(
         "outbounds": [{ "protocol": "freedom" }]
     });
     if let Some(r) = relays {
-        crate::impls::push_entry(
-            &mut config,
-            "inbounds",
-            serde_json::json!({ "listen": listen.ip().to_string(),
-            "port": listen.port(), "protocol": "udp2raw",
-            "settings": { "target": r.c.to_string(), "key": UDP2RAW_KEY, "rawMode": "faketcp",
-                "autoRule": true } }),
-        );
+        crate::faketcp::add_skiff_end(&mut config, false, listen, r);
     }
     config.to_string()
 }
@@ -272,21 +239,8 @@ fn start(
             };
             if let (Some(r), Some(udp2raw)) = (relays, &opts.udp2raw) {
                 let mut cmd = link::command_in(ns, udp2raw);
-                if client {
-                    cmd.arg("-c")
-                        .arg("-l")
-                        .arg(r.b.to_string())
-                        .arg("-r")
-                        .arg(remote.to_string());
-                } else {
-                    cmd.arg("-s")
-                        .arg("-l")
-                        .arg(listen.to_string())
-                        .arg("-r")
-                        .arg(r.c.to_string());
-                }
-                cmd.args(["-k", UDP2RAW_KEY, "--raw-mode", "faketcp", "-a"])
-                    .args(["--log-level", "3", "--disable-color"]);
+                let c_listen = if client { remote } else { listen };
+                cmd.args(crate::faketcp::udp2raw_args(client, c_listen, r));
                 helper = Some(Proc::spawn(
                     &format!("udp2raw {label}"),
                     cmd,
