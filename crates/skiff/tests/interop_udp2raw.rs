@@ -528,8 +528,11 @@ fn skiff_removes_its_firewall_rules_on_sigterm_and_after_a_crash() {
         only_chain_of(&ns, next)
     });
     assert!(state_files_of(crashed).is_empty());
-    let log = std::fs::read_to_string(dir.join("run3.log")).unwrap();
-    assert!(log.contains("udp2raw firewall rules added"), "{log}");
+    // The chain is visible to iptables a moment before `Rules::install` returns and logs.
+    let log_of_next = || std::fs::read_to_string(dir.join("run3.log")).unwrap_or_default();
+    wait_for("the new run to log its rules", || {
+        log_of_next().contains("udp2raw firewall rules added")
+    });
     drop(ns);
     let _ = std::fs::remove_dir_all(&dir);
 }
