@@ -109,11 +109,35 @@ impl RecvBatch {
     /// returns how many.
     pub async fn recv(&mut self, socket: &UdpSocket) -> io::Result<usize> {
         self.count = 0;
-        let count = socket
-            .async_io(tokio::io::Interest::READABLE, || self.recv_some(socket))
-            .await?;
-        self.count = count;
-        Ok(count)
+        let slots = self.buffers.len();
+        loop {
+            socket.readable().await?;
+            let mut drained = 0;
+            let result = socket.try_io(tokio::io::Interest::READABLE, || {
+                let got = self.recv_some(socket)?;
+                // `recvmmsg` stops short only when the queue is empty: say so to tokio now,
+                // which saves the call that would otherwise find it empty (one per wake-up).
+                // A datagram arriving after this raises a new readiness event, not lost.
+                if cfg!(target_os = "linux") && got < slots {
+                    drained = got;
+                    return Err(io::ErrorKind::WouldBlock.into());
+                }
+                Ok(got)
+            });
+            match result {
+                Ok(count) => {
+                    self.count = count;
+                    return Ok(count);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if drained > 0 {
+                        self.count = drained;
+                        return Ok(drained);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Datagram `i` of the last [`RecvBatch::recv`] and its source (None if the kernel gave
