@@ -163,6 +163,9 @@ impl Running {
         // Building the plan read geodata files and decoded lists that are freed by now; the
         // heap keeps their pages unless asked, and on a router those are megabytes.
         crate::memory::trim();
+        // The code that did all that will not run again: its pages leave our RSS.
+        let released = crate::code_pages::release_startup_pages();
+        debug!(kib = released, "start-up code and read-only data unmapped");
         Ok(Running {
             shared,
             shutdown,

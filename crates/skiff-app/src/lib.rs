@@ -3,6 +3,7 @@
 
 pub mod access_log;
 mod api;
+mod code_pages;
 mod dispatch;
 mod fallback;
 mod handlers;

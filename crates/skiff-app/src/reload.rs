@@ -300,6 +300,7 @@ impl Running {
         }
         self.applied = applied;
         crate::memory::trim();
+        crate::code_pages::release_startup_pages();
         let messages: Vec<String> = failures
             .into_iter()
             .map(|(_, message)| message)
