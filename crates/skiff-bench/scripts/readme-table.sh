@@ -5,8 +5,8 @@
 # Run it on a quiet machine (no builds beside it): noise here is ±15 %, and a busy machine
 # turns clear wins into "within noise". Needs root for --cc other than the host's default.
 #
-#   sudo crates/skiff-bench/scripts/readme-table.sh    # all four runs (not timed yet: 5 GiB
-#                                                      # per row, ~60 rows in each -P 1 run)
+#   sudo crates/skiff-bench/scripts/readme-table.sh    # every run: 56 minutes here on
+#                                                      # 2026-11-29 (2 cores), +2 for --rate
 #   sudo CC=bbr OUT=/tmp/bench crates/skiff-bench/scripts/readme-table.sh
 #
 # Each run writes results.json / results.md / chart.svg into $OUT/<run>; the README tables are
@@ -36,6 +36,8 @@ run upload-p1 -n "$SIZE"
 run upload-p10 -n "$SIZE" -P 10 -f "$PARALLEL_ROWS"
 run download-p1 -n "$SIZE" -d download
 run download-p10 -n "$SIZE" -d download -P 10 -f "$PARALLEL_ROWS"
+# The short-connection table: 2 000 connections per implementation, after the bulk repeats.
+run rate -n 64M -f vless-tls,vless-ws-tls,trojan-tls,vmess-aes,ss-2022 --rate 2000
 # The KCP table: across the emulated lossy link, 20 s per run (a size would take too long).
 run kcp-link -f tunnel,kcp,kcp-w2048,kcp-fast3,mkcp --link delay=100ms,loss=9% -d download -t 20s
-echo "done: $OUT/{upload,download}-{p1,p10}/results.md and $OUT/kcp-link/results.md"
+echo "done: $OUT/{upload,download}-{p1,p10}/results.md, $OUT/rate and $OUT/kcp-link"
