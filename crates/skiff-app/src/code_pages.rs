@@ -23,17 +23,14 @@ pub struct Releasable {
 /// private, not writable, resident, with no anonymous (copy-on-write) page.
 pub fn releasable(smaps: &str) -> Vec<Releasable> {
     let mut found = Vec::new();
-    let mut current: Option<(Releasable, bool)> = None;
-    let mut anonymous: Option<u64> = None;
-    let mut finish = |current: &mut Option<(Releasable, bool)>, anonymous: &mut Option<u64>| {
-        if let Some((mapping, eligible)) = current.take()
-            && eligible
-            && *anonymous == Some(0)
+    // The eligible mapping being read, and its `Anonymous:` figure once seen.
+    let mut current: Option<(Releasable, Option<u64>)> = None;
+    let mut keep = |current: Option<(Releasable, Option<u64>)>| {
+        if let Some((mapping, Some(0))) = current
             && mapping.rss_kib > 0
         {
             found.push(mapping);
         }
-        *anonymous = None;
     };
     for line in smaps.lines() {
         let mut fields = line.split_whitespace();
@@ -44,7 +41,7 @@ pub fn releasable(smaps: &str) -> Vec<Releasable> {
                 usize::from_str_radix(end, 16),
             )
         {
-            finish(&mut current, &mut anonymous);
+            keep(current.take());
             let perms = fields.next().unwrap_or("").as_bytes();
             // offset, device, inode, then the path (absent for anonymous memory).
             let path = fields.nth(3).unwrap_or("");
@@ -53,26 +50,27 @@ pub fn releasable(smaps: &str) -> Vec<Releasable> {
                 && perms[1] != b'w'
                 && perms[3] == b'p'
                 && path.starts_with('/');
-            let mapping = Releasable {
-                start,
-                end,
-                rss_kib: 0,
-            };
-            current = Some((mapping, eligible));
+            if eligible {
+                let mapping = Releasable {
+                    start,
+                    end,
+                    rss_kib: 0,
+                };
+                current = Some((mapping, None));
+            }
             continue;
         }
-        let value = || fields.clone().next().and_then(|v| v.parse::<u64>().ok());
+        let Some((mapping, anonymous)) = current.as_mut() else {
+            continue;
+        };
+        let value = fields.next().and_then(|v| v.parse::<u64>().ok());
         match first {
-            "Rss:" => {
-                if let Some((mapping, _)) = current.as_mut() {
-                    mapping.rss_kib = value().unwrap_or(0);
-                }
-            }
-            "Anonymous:" => anonymous = value(),
+            "Rss:" => mapping.rss_kib = value.unwrap_or(0),
+            "Anonymous:" => *anonymous = value,
             _ => {}
         }
     }
-    finish(&mut current, &mut anonymous);
+    keep(current);
     found
 }
 
@@ -189,8 +187,8 @@ Anonymous:             0 kB
             after < before,
             "resident {before} KiB before, {after} KiB after"
         );
-        // Code and read-only data come back as they are used.
-        let text = format!("{:?}", releasable(SMAPS));
-        assert!(text.contains("Releasable"));
+        // Code and read-only data come back as they are used: the parser, run again from
+        // pages just unmapped, still gives what it gave.
+        assert_eq!(releasable(SMAPS).len(), 3);
     }
 }
