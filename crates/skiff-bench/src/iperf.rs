@@ -42,6 +42,7 @@ pub fn cross_check(
             direction: opts.mode.name().into(),
             parallel: opts.parallel,
             samples: Vec::new(),
+            rate_runs: Vec::new(),
             summary: Default::default(),
             error: None,
         };

@@ -78,6 +78,10 @@ pub struct Row {
     pub direction: String,
     pub parallel: u32,
     pub samples: Vec<Sample>,
+    /// `--rate`: one short-connection run per repeat, taken in the same turns as the bulk
+    /// samples (absent from results.json written before they were).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rate_runs: Vec<ConnRate>,
     pub summary: Summary,
     /// Why the row has no samples (a failed run), if it failed.
     pub error: Option<String>,
@@ -120,9 +124,24 @@ pub struct Summary {
     /// Connect + first byte through the chain, when measured (`--latency`).
     pub latency: Option<Latency>,
     /// Short connections at saturation, when measured (`--rate N`; absent from results.json
-    /// written before it was).
+    /// written before it was). Over several runs: the median of each figure, and the totals
+    /// of connections, failures and seconds.
     #[serde(default)]
     pub rate: Option<ConnRate>,
+    /// How far the `--rate` runs spread (absent when there was one run, as before they were
+    /// taken in turns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_spread: Option<RateSpread>,
+}
+
+/// Min, median and max over a row's `--rate` runs of the figures a comparison reads.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RateSpread {
+    pub runs: u32,
+    pub per_second: Stat,
+    /// None on the raw row, which has no B or C.
+    pub client_cpu_s_per_1k: Option<Stat>,
+    pub server_cpu_s_per_1k: Option<Stat>,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]

@@ -129,6 +129,7 @@ pub fn run_rows(
             direction: opts.mode.name().to_string(),
             parallel: opts.parallel,
             samples: Vec::new(),
+            rate_runs: Vec::new(),
             summary: Default::default(),
             error: None,
         })
@@ -150,8 +151,20 @@ pub fn run_rows(
             "run {repeat}/{} · {}",
             opts.repeats, rows[i].implementation
         ));
-        match measure_once(chain, opts, place) {
-            Ok(sample) => rows[i].samples.push(sample),
+        // The short-connection run belongs to the turn too, so its repeats alternate like
+        // the bulk ones rather than all falling in one stretch after them.
+        let measured = measure_once(chain, opts, place).and_then(|sample| {
+            let rate = match opts.rate {
+                Some(n) => Some(measure_rate(chain, n, place, progress)?),
+                None => None,
+            };
+            Ok((sample, rate))
+        });
+        match measured {
+            Ok((sample, rate)) => {
+                rows[i].samples.push(sample);
+                rows[i].rate_runs.extend(rate);
+            }
             Err(e) => {
                 rows[i].error = Some(e.to_string());
                 chains[i] = None;
@@ -160,12 +173,15 @@ pub fn run_rows(
     }
     for ((chain, row), imp) in chains.iter().zip(&mut rows).zip(imps) {
         row.summary = summarize(&row.samples);
+        if let Some((rate, spread)) = crate::stats::summarize_rate(&row.rate_runs) {
+            row.summary.rate = Some(rate);
+            row.summary.rate_spread = Some(spread);
+        }
         let Some(chain) = chain else { continue };
         match extras(chain, imp.is_some(), opts, place, progress) {
-            Ok((idle, latency, rate)) => {
+            Ok((idle, latency)) => {
                 row.summary.idle_kib_per_conn = idle;
                 row.summary.latency = latency;
-                row.summary.rate = rate;
             }
             Err(e) => row.error = Some(e.to_string()),
         }
@@ -233,11 +249,53 @@ fn measure_once(chain: &Chain, opts: &RowOptions, place: &Place) -> io::Result<S
     })
 }
 
-/// What [`extras`] measured: idle memory, latency, connection rate.
-type Extras = (Option<IdleMemory>, Option<Latency>, Option<ConnRate>);
+/// One `--rate` run of `n` short connections through `chain`, with the CPU B and C spent.
+fn measure_rate(
+    chain: &Chain,
+    n: u32,
+    place: &Place,
+    progress: &dyn Fn(&str),
+) -> io::Result<ConnRate> {
+    progress(&format!(
+        "rate × {n}, {} clients",
+        traffic::RATE_CLIENTS.min(n.max(1))
+    ));
+    let before = (chain.usage_b(), chain.usage_c(), own_cpu_s());
+    let run = traffic::rate(
+        chain.entry,
+        n,
+        traffic::RATE_CLIENTS,
+        traffic::RATE_TIME_LIMIT,
+        place.enter_b.clone(),
+    )?;
+    let after = (chain.usage_b(), chain.usage_c(), own_cpu_s());
+    if run.ttfb.is_empty() && n > 0 {
+        return Err(io::Error::other(format!(
+            "--rate: no connection completed ({} failed): {}",
+            run.failed,
+            run.first_error.as_deref().unwrap_or("time limit")
+        )));
+    }
+    let delta = |b: f64, a: f64| (a - b).max(0.0);
+    Ok(rate_figures(
+        &run,
+        chain
+            .b
+            .as_ref()
+            .map(|_| delta(before.0.cpu_s, after.0.cpu_s)),
+        chain
+            .c
+            .as_ref()
+            .map(|_| delta(before.1.cpu_s, after.1.cpu_s)),
+        delta(before.2, after.2),
+    ))
+}
 
-/// After the repeats: idle memory, latency and connection rate when asked for, and a check
-/// that B and C lived through it all.
+/// What [`extras`] measured: idle memory, latency.
+type Extras = (Option<IdleMemory>, Option<Latency>);
+
+/// After the repeats: idle memory and latency when asked for, and a check that B and C lived
+/// through it all.
 fn extras(
     chain: &Chain,
     proxied: bool,
@@ -245,7 +303,7 @@ fn extras(
     place: &Place,
     progress: &dyn Fn(&str),
 ) -> io::Result<Extras> {
-    let mut summary_extra = (None, None, None);
+    let mut summary_extra = (None, None);
     if let Some(n) = opts.idle.filter(|_| proxied) {
         progress(&format!("{n} idle connections"));
         let before = (chain.usage_b(), chain.usage_c());
@@ -277,41 +335,6 @@ fn extras(
             client_cpu_ms: cpu_ms(after.0.cpu_s, before.0.cpu_s),
             server_cpu_ms: cpu_ms(after.1.cpu_s, before.1.cpu_s),
         });
-    }
-    if let Some(n) = opts.rate {
-        progress(&format!(
-            "rate × {n}, {} clients",
-            traffic::RATE_CLIENTS.min(n.max(1))
-        ));
-        let before = (chain.usage_b(), chain.usage_c(), own_cpu_s());
-        let run = traffic::rate(
-            chain.entry,
-            n,
-            traffic::RATE_CLIENTS,
-            traffic::RATE_TIME_LIMIT,
-            place.enter_b.clone(),
-        )?;
-        let after = (chain.usage_b(), chain.usage_c(), own_cpu_s());
-        if run.ttfb.is_empty() && n > 0 {
-            return Err(io::Error::other(format!(
-                "--rate: no connection completed ({} failed): {}",
-                run.failed,
-                run.first_error.as_deref().unwrap_or("time limit")
-            )));
-        }
-        let delta = |b: f64, a: f64| (a - b).max(0.0);
-        summary_extra.2 = Some(rate_figures(
-            &run,
-            chain
-                .b
-                .as_ref()
-                .map(|_| delta(before.0.cpu_s, after.0.cpu_s)),
-            chain
-                .c
-                .as_ref()
-                .map(|_| delta(before.1.cpu_s, after.1.cpu_s)),
-            delta(before.2, after.2),
-        ));
     }
     for side in [&chain.b, &chain.c, &chain.b_helper, &chain.c_helper]
         .into_iter()

@@ -6,7 +6,7 @@
 //!   bytes a run happened to move;
 //! - memory in KiB, as /proc reports it.
 
-use crate::model::{Sample, Stat, Summary};
+use crate::model::{ConnRate, RateSpread, Sample, Stat, Summary};
 
 /// Bytes in a GiB: the unit CPU cost is normalised to.
 const GIB: f64 = (1u64 << 30) as f64;
@@ -51,7 +51,40 @@ pub fn summarize(samples: &[Sample]) -> Summary {
         idle_kib_per_conn: None,
         latency: None,
         rate: None,
+        rate_spread: None,
     }
+}
+
+/// A row's `--rate` runs in one: the median of each per-connection figure (so one slow run
+/// cannot drag the row), the totals of what was counted, and the spread a comparison needs.
+/// None when there were no runs.
+pub fn summarize_rate(runs: &[ConnRate]) -> Option<(ConnRate, RateSpread)> {
+    let first = runs.first()?;
+    let of = |f: &dyn Fn(&ConnRate) -> f64| stat(&runs.iter().map(f).collect::<Vec<_>>());
+    // B and C are there in every run or in none (the raw row).
+    let side = |f: &dyn Fn(&ConnRate) -> Option<f64>| {
+        let values: Option<Vec<f64>> = runs.iter().map(f).collect();
+        values.map(|v| stat(&v))
+    };
+    let spread = RateSpread {
+        runs: runs.len() as u32,
+        per_second: of(&|r| r.per_second),
+        client_cpu_s_per_1k: side(&|r| r.client_cpu_s_per_1k),
+        server_cpu_s_per_1k: side(&|r| r.server_cpu_s_per_1k),
+    };
+    let merged = ConnRate {
+        connections: runs.iter().map(|r| r.connections).sum(),
+        failed: runs.iter().map(|r| r.failed).sum(),
+        clients: first.clients,
+        seconds: runs.iter().map(|r| r.seconds).sum(),
+        per_second: spread.per_second.median,
+        ttfb_p50_ms: of(&|r| r.ttfb_p50_ms).median,
+        ttfb_p99_ms: of(&|r| r.ttfb_p99_ms).median,
+        client_cpu_s_per_1k: spread.client_cpu_s_per_1k.map(|s| s.median),
+        server_cpu_s_per_1k: spread.server_cpu_s_per_1k.map(|s| s.median),
+        source_sink_cpu_s_per_1k: of(&|r| r.source_sink_cpu_s_per_1k).median,
+    };
+    Some((merged, spread))
 }
 
 /// A sample's throughput. The runner's own figure is taken when it gave one (a time-bounded
@@ -101,6 +134,50 @@ mod tests {
             server_peak_rss_kib: 0,
             source_sink_cpu_s: 0.0,
         }
+    }
+
+    fn rate_run(per_second: f64, b: Option<f64>, failed: u32) -> ConnRate {
+        ConnRate {
+            connections: 1000,
+            failed,
+            clients: 16,
+            seconds: 1000.0 / per_second,
+            per_second,
+            ttfb_p50_ms: 1000.0 / per_second,
+            ttfb_p99_ms: 4000.0 / per_second,
+            client_cpu_s_per_1k: b,
+            server_cpu_s_per_1k: b.map(|b| b * 2.0),
+            source_sink_cpu_s_per_1k: 0.1,
+        }
+    }
+
+    #[test]
+    fn rate_runs_merge_into_medians_totals_and_a_spread() {
+        let runs = [
+            rate_run(2000.0, Some(0.3), 0),
+            rate_run(1000.0, Some(0.5), 2),
+            rate_run(2500.0, Some(0.2), 1),
+        ];
+        let (merged, spread) = summarize_rate(&runs).unwrap();
+        assert_eq!(spread.runs, 3);
+        assert_eq!(spread.per_second, st(1000.0, 2000.0, 2500.0));
+        assert_eq!(spread.client_cpu_s_per_1k, Some(st(0.2, 0.3, 0.5)));
+        assert_eq!(spread.server_cpu_s_per_1k, Some(st(0.4, 0.6, 1.0)));
+        assert_eq!(merged.per_second, 2000.0);
+        assert_eq!(merged.client_cpu_s_per_1k, Some(0.3));
+        // TTFB: the median of the runs' p50s (1.0, 0.5, 0.4) and p99s.
+        assert_eq!(merged.ttfb_p50_ms, 0.5);
+        assert_eq!(merged.ttfb_p99_ms, 2.0);
+        assert_eq!((merged.connections, merged.failed), (3000, 3));
+        assert!((merged.seconds - 1.9).abs() < 1e-9);
+    }
+
+    #[test]
+    fn rate_runs_of_the_raw_row_have_no_sides_and_none_is_none() {
+        let (merged, spread) = summarize_rate(&[rate_run(9000.0, None, 0)]).unwrap();
+        assert_eq!(spread.client_cpu_s_per_1k, None);
+        assert_eq!(merged.server_cpu_s_per_1k, None);
+        assert!(summarize_rate(&[]).is_none());
     }
 
     #[test]

@@ -27,12 +27,28 @@ pub(crate) fn num(v: f64) -> String {
     }
 }
 
-/// Connections per second of a `--rate` run, with the failures when there were any.
-pub(crate) fn conn_rate(r: &crate::model::ConnRate) -> String {
+/// Connections per second of a row's `--rate` runs: `median (min–max)` when there were
+/// several, with the failures when there were any.
+pub(crate) fn conn_rate(
+    r: &crate::model::ConnRate,
+    spread: Option<&crate::model::RateSpread>,
+    dash: &str,
+) -> String {
+    let figure = spread.map_or_else(|| num(r.per_second), |s| median_range(&s.per_second, dash));
     if r.failed > 0 {
-        format!("{} ({} failed)", num(r.per_second), r.failed)
+        format!("{figure} ({} failed)", r.failed)
     } else {
-        num(r.per_second)
+        figure
+    }
+}
+
+/// CPU-seconds per 1 000 connections on one side: `median (min–max)` over the runs when
+/// there were several, "-" where the side does not exist (the raw row).
+pub(crate) fn rate_cpu(median: Option<f64>, spread: Option<Stat>, dash: &str) -> String {
+    match (median, spread) {
+        (_, Some(s)) => median_range(&s, dash),
+        (Some(v), None) => num(v),
+        (None, None) => "-".into(),
     }
 }
 

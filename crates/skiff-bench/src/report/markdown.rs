@@ -110,8 +110,9 @@ fn results(md: &mut String, run: &BenchRun) {
         let _ = writeln!(
             md,
             "conn/s: short connections per second, {} clients at once, each one connect, a 1 \
-             KiB request, a 1 KiB response and close; CPU-s/1k conn is the CPU-seconds B and C \
-             spent per 1000 of them; TTFB is from connect to the response's first byte.\n",
+             KiB request, a 1 KiB response and close, one run of them in each turn; CPU-s/1k \
+             conn is the CPU-seconds B and C spent per 1000 of them; TTFB is from connect to \
+             the response's first byte (the median of the runs' percentiles).\n",
             r.clients
         );
     }
@@ -202,10 +203,18 @@ fn results(md: &mut String, run: &BenchRun) {
             }
             if rate.is_some() {
                 let r = row.summary.rate.filter(|_| ran(row));
-                let opt = |v: Option<f64>| v.map_or("-".into(), num);
-                cells.push(r.map_or("-".into(), |r| esc(&format::conn_rate(&r))));
-                cells.push(r.map_or("-".into(), |r| opt(r.client_cpu_s_per_1k)));
-                cells.push(r.map_or("-".into(), |r| opt(r.server_cpu_s_per_1k)));
+                let spread = row.summary.rate_spread;
+                cells.push(r.map_or("-".into(), |r| {
+                    esc(&format::conn_rate(&r, spread.as_ref(), DASH))
+                }));
+                cells.push(r.map_or("-".into(), |r| {
+                    let s = spread.and_then(|s| s.client_cpu_s_per_1k);
+                    format::rate_cpu(r.client_cpu_s_per_1k, s, DASH)
+                }));
+                cells.push(r.map_or("-".into(), |r| {
+                    let s = spread.and_then(|s| s.server_cpu_s_per_1k);
+                    format::rate_cpu(r.server_cpu_s_per_1k, s, DASH)
+                }));
                 cells.push(r.map_or("-".into(), |r| num(r.ttfb_p50_ms)));
                 cells.push(r.map_or("-".into(), |r| num(r.ttfb_p99_ms)));
             }
@@ -361,7 +370,9 @@ mod tests {
         assert!(md.contains("conn/s: short connections per second, 16 clients at once"));
         let skiff = table_line(&md, "| vless-tcp | skiff |");
         assert!(
-            skiff.contains("| 2500 | 0.250 | 0.600 | 1.50 | 4.20 |"),
+            skiff.contains(
+                "| 2500 (2000–2600) | 0.250 (0.200–0.300) | 0.600 (0.550–0.700) | 1.50 | 4.20 |"
+            ),
             "{skiff}"
         );
         let raw = table_line(&md, "| no proxy |");

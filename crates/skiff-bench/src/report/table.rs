@@ -264,7 +264,10 @@ impl Columns {
         }
         if self.rate {
             let rate = s.rate.filter(|_| ok);
-            c.push(rate.map_or("-".into(), |r| format::conn_rate(&r)));
+            let spread = s.rate_spread;
+            c.push(rate.map_or("-".into(), |r| {
+                format::conn_rate(&r, spread.as_ref(), charset.dash())
+            }));
             let opt = |v: Option<f64>| v.map_or("-".into(), num);
             c.push(rate.map_or("-".into(), |r| {
                 pair(opt(r.client_cpu_s_per_1k), opt(r.server_cpu_s_per_1k))
@@ -326,8 +329,9 @@ mod tests {
         assert!(skiff.contains("10.0 / 20.0"), "{skiff}");
         assert!(skiff.contains("9.50 / 11.5"), "{skiff}");
         assert!(skiff.contains("0.210 / 0.900"), "{skiff}");
-        // Connection rate: 2500 conn/s, B 0.25 and C 0.6 CPU-s per 1000, TTFB 1.50 / 4.20 ms.
-        assert!(skiff.contains("2500"), "{skiff}");
+        // Connection rate: 2500 conn/s (three runs, 2000–2600), B 0.25 and C 0.6 CPU-s per
+        // 1000, TTFB 1.50 / 4.20 ms.
+        assert!(skiff.contains("2500 (2000–2600)"), "{skiff}");
         assert!(skiff.contains("0.250 / 0.600"), "{skiff}");
         assert!(skiff.contains("1.50 / 4.20"), "{skiff}");
         assert!(t.contains("conn/s = short connections per second (16 clients"));
