@@ -145,6 +145,8 @@ pub struct WsStream {
     /// Decoded payload waiting for the reader: `rbuf[data.0..data.1]`.
     data: (usize, usize),
     read_eof: bool,
+    /// A read error met after bytes were already handed over; returned by the next read.
+    deferred_error: Option<io::Error>,
     /// Close code the peer sent (echoed in our Close).
     peer_close: Option<u16>,
     /// Encoded frames not yet written.
@@ -194,6 +196,7 @@ impl WsStream {
             rend: 0,
             data: (0, 0),
             read_eof: false,
+            deferred_error: None,
             peer_close: None,
             wbuf: WriteBuffer::new(KEEP_WRITE),
             pong: None,
@@ -429,12 +432,16 @@ impl AsyncRead for WsStream {
             return Poll::Ready(Ok(()));
         }
         ready!(this.poll_handshake(cx, READER))?;
+        if let Some(e) = this.deferred_error.take() {
+            return Poll::Ready(Err(e));
+        }
         loop {
             if this.data.0 < this.data.1 {
                 let (a, b) = this.data;
                 let n = (b - a).min(buf.remaining());
                 buf.put_slice(&this.rbuf[a..a + n]);
                 this.data.0 += n;
+                this.continue_payload_direct(cx, buf);
                 return Poll::Ready(Ok(()));
             }
             if this.read_eof {
@@ -498,6 +505,25 @@ impl AsyncRead for WsStream {
 }
 
 impl WsStream {
+    /// After handing over the payload bytes that came in with a frame's header, reads more
+    /// of the same frame into the rest of `buf` when the socket has them. Without this, a
+    /// header read that took a few payload bytes along (10 header bytes read as the 14 a
+    /// masked header could need) hands them over alone, and the relay writes each 64 KiB
+    /// frame as a 4-byte send and the rest: a syscall and a packet per frame for nothing.
+    /// Bytes are already in `buf`, so an error waits for the next read.
+    fn continue_payload_direct(&mut self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) {
+        let due = self.decoder.data_remaining();
+        if self.data.0 < self.data.1 || self.rpos < self.rend || due == 0 || buf.remaining() == 0 {
+            return;
+        }
+        self.rpos = 0;
+        self.rend = 0;
+        self.data = (0, 0);
+        if let Poll::Ready(Err(e)) = self.poll_read_payload_direct(cx, buf, due) {
+            self.deferred_error = Some(e);
+        }
+    }
+
     /// Reads up to `due` payload bytes of the current data frame straight into `buf` and
     /// unmasks them there: no copy through the read buffer.
     fn poll_read_payload_direct(
