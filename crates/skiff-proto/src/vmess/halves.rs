@@ -22,10 +22,15 @@ use super::response::open_response;
 use skiff_core::wire::Parsed;
 
 /// What the reader asks of the transport per read; a chunk larger than this grows the
-/// buffer (once) to fit it.
-const READ_BUF: usize = 32 * 1024;
-/// Chunks the writer seals per write call: 8 × 8 KiB, one transport write for 64 KiB.
-const CHUNKS_PER_WRITE: usize = 8;
+/// buffer (once) to fit it. 64 KiB of chunks open to a little less than 64 KiB of payload,
+/// which a relay's 64 KiB buffer takes whole: one read, one write on the other side (32 KiB
+/// made B in a VMess download read and send twice per 57 KiB).
+const READ_BUF: usize = 64 * 1024;
+/// A relay's write (64 KiB) in one call: the chunks it takes, sealed into one transport
+/// write. With 8 chunks (64 880 bytes) every 64 KiB write left 656 bytes for a second,
+/// tiny send.
+const WRITE_INPUT: usize = 64 * 1024;
+const CHUNKS_PER_WRITE: usize = WRITE_INPUT.div_ceil(STREAM_CHUNK_PAYLOAD);
 
 /// The response header a client expects before the first chunk.
 pub(crate) struct ExpectResponse {
@@ -137,19 +142,23 @@ impl ChunkReader {
         need: usize,
     ) -> Poll<io::Result<()>> {
         if self.start == self.end {
+            self.buf.clear();
             self.start = 0;
             self.end = 0;
         }
         let want = need.max(READ_BUF);
-        if self.buf.len() - self.start < want {
+        // `buf` holds exactly the received bytes (its length is `end`); reads go into its
+        // spare capacity, so a buffer given back while idle and taken again is not zeroed
+        // each time (64 KiB per wake-up in a bulk transfer).
+        debug_assert_eq!(self.buf.len(), self.end);
+        if self.buf.capacity() - self.start < want {
             self.buf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
             self.start = 0;
-            if self.buf.len() < want {
-                self.buf.resize(want, 0);
-            }
+            self.buf.truncate(self.end);
+            self.buf.reserve_exact(want.saturating_sub(self.end));
         }
-        let mut read_buf = ReadBuf::new(&mut self.buf[self.end..]);
+        let mut read_buf = ReadBuf::uninit(self.buf.spare_capacity_mut());
         match Pin::new(inner).poll_read(cx, &mut read_buf) {
             Poll::Pending => {
                 if self.start == self.end {
@@ -164,6 +173,9 @@ impl ChunkReader {
             Poll::Ready(Ok(())) => {
                 let n = read_buf.filled().len();
                 if n > 0 {
+                    // SAFETY: the read initialised these `n` bytes of spare capacity, right
+                    // after the `end` bytes already held.
+                    unsafe { self.buf.set_len(self.end + n) };
                     self.end += n;
                 } else if self.start == self.end && self.head.is_none() {
                     // The transport ended between chunks: an end like the empty chunk.

@@ -546,6 +546,38 @@ async fn buffers_are_given_back_when_idle() {
     );
 }
 
+/// A relay moves 64 KiB at a time: one such write is sealed whole into one transport write
+/// (not 64 880 bytes and then a tiny rest), and a reader with a 64 KiB buffer gets close to
+/// 64 KiB per read when the transport has it (not half).
+#[tokio::test]
+async fn a_relay_sized_write_and_read_each_take_one_call() {
+    let id = [9u8; 16];
+    let server = server_with(&[id]);
+    let client = VmessClient::new(&UserId::from_bytes(id), Security::Aes128Gcm, false, false);
+    let (c, s) = pair();
+    let mut client_stream = client.connect(c, &destination(), Command::Tcp).unwrap();
+    let data = pattern(3, 2 * 65_536);
+    for half in data.chunks(65_536) {
+        assert_eq!(client_stream.write(half).await.unwrap(), 65_536);
+    }
+    client_stream.flush().await.unwrap();
+    let Ok(VmessAccept::Stream { mut stream, .. }) = accept(s, &server, true).await else {
+        panic!("no stream");
+    };
+    let mut buf = vec![0u8; 65_536];
+    let mut got = Vec::new();
+    let mut sizes = Vec::new();
+    while got.len() < data.len() {
+        let n = stream.read(&mut buf).await.unwrap();
+        assert!(n > 0);
+        sizes.push(n);
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert_eq!(got, data);
+    // The first read also holds the request header; after it, whole 64 KiB reads of chunks.
+    assert!(sizes.len() <= 3, "read sizes: {sizes:?}");
+}
+
 /// The client's header leaves alone once the application has not written for 100 ms, so a
 /// server that speaks first is reached.
 #[tokio::test]
