@@ -159,6 +159,50 @@ async fn every_method_round_trips_bulk_both_ways() {
     .unwrap();
 }
 
+/// A relay reads 64 KiB at a time and sends what each read returned, so a read should hand
+/// over as close to 64 KiB of payload as the transport holds: 3 × 64 KiB written come out in
+/// reads of (nearly) 64 KiB, not in 49 KiB pieces.
+#[tokio::test]
+async fn relay_sized_reads_take_close_to_64_kib_each() {
+    tokio::time::timeout(LIMIT, async {
+        for method in [Method::Aes128Gcm, Method::ChaCha20Poly1305] {
+            let server = ShadowsocksServer::new(vec![user(method, 4)], None);
+            let config = ClientConfig {
+                method,
+                key: user(method, 4).key,
+                identity_keys: Vec::new(),
+            };
+            // A Unix socket holds all of it (3 × 64 KiB and the chunks' overhead) at once,
+            // so the reads below do not depend on timing.
+            let (c, s) = tokio::net::UnixStream::pair().unwrap();
+            let target = Address::Domain("example.com".into(), 443);
+            let mut client = connect(Box::new(c), &config, &target).unwrap();
+            let data = pattern(5, 3 * 65_536);
+            for part in data.chunks(65_536) {
+                client.write_all(part).await.unwrap();
+            }
+            client.flush().await.unwrap();
+            let mut stream = accept(Box::new(s), &server).await.unwrap().stream;
+            let mut buf = vec![0u8; 65_536];
+            let (mut got, mut sizes) = (Vec::new(), Vec::new());
+            while got.len() < data.len() {
+                let n = stream.read(&mut buf).await.unwrap();
+                assert!(n > 0);
+                sizes.push(n);
+                got.extend_from_slice(&buf[..n]);
+            }
+            assert_eq!(got, data, "{method:?}");
+            // Every read but the last near 64 KiB (before: 49 134, 49 168, 49 153, 49 153).
+            assert!(
+                sizes.iter().rev().skip(1).all(|&n| n > 60_000) && sizes.len() <= 4,
+                "{method:?}: read sizes {sizes:?}"
+            );
+        }
+    })
+    .await
+    .unwrap();
+}
+
 #[tokio::test]
 async fn multi_user_2017_finds_the_user_across_methods() {
     tokio::time::timeout(LIMIT, async {

@@ -13,18 +13,20 @@ use std::task::{Context, Poll, Waker, ready};
 use skiff_core::{BoxStream, ProxyStream};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::cipher::Step;
+use super::cipher::{CHUNK_OVERHEAD, Step};
 use super::codec::{Decoder, Encoder};
 use super::{Method, unix_now};
 
 /// Payload taken per write: a relay read (64 KiB) in one go.
 const WRITE_BATCH: usize = 64 * 1024;
-/// Receive buffer for AEAD-2017: many 16 KiB chunks per read.
-const RECV_2017: usize = 64 * 1024;
+/// Receive buffer for AEAD-2017: 64 KiB of payload in the five chunks a 64 KiB write
+/// becomes (four of 0x3FFF bytes and one of 4), with their overhead, and no more. A relay
+/// reads 64 KiB at a time and sends what each read gave, so a read that opens to at most
+/// 64 KiB is one send; one that opened to more would leave a small rest for a second send.
+/// Any five chunks in this window carry at most 64 KiB; four whole ones, at most 4 × 0x3FFF.
+const RECV_2017: usize = 64 * 1024 + 5 * CHUNK_OVERHEAD;
 /// Receive buffer for 2022: a whole 64 KiB chunk (or variable header) must fit, with room.
 const RECV_2022: usize = 64 * 1024 + 8 * 1024;
-/// Compact the receive buffer before a read that would have less room than this.
-const MIN_READ_ROOM: usize = 16 * 1024;
 
 /// A sticky failure of the read side: reported again on every later read.
 #[derive(Clone, Debug)]
@@ -174,7 +176,6 @@ impl SsStream {
             self.rpos = 0;
             self.rend = 0;
         }
-        let need = self.decoder.need();
         let Some(buf) = self.rbuf.as_deref_mut() else {
             return Poll::Ready(Ok(()));
         };
@@ -184,7 +185,10 @@ impl SsStream {
         if self.rpos == self.rend {
             self.rpos = 0;
             self.rend = 0;
-        } else if self.rpos > 0 && (self.rpos + need > cap || cap - self.rend < MIN_READ_ROOM) {
+        } else if self.rpos > 0 {
+            // Always move the partial chunk to the front: every read then gets the whole
+            // window (compacting only when room ran low made B's reads 49 KiB on average,
+            // and its sends as many).
             buf.copy_within(self.rpos..self.rend, 0);
             self.rend -= self.rpos;
             self.rpos = 0;
