@@ -36,7 +36,7 @@ run upload-p1 -n "$SIZE"
 run upload-p10 -n "$SIZE" -P 10 -f "$PARALLEL_ROWS"
 run download-p1 -n "$SIZE" -d download
 run download-p10 -n "$SIZE" -d download -P 10 -f "$PARALLEL_ROWS"
-# The short-connection table: 2 000 connections per implementation, after the bulk repeats.
+# The short-connection table: 2 000 connections per implementation in each turn.
 run rate -n 64M -f vless-tls,vless-ws-tls,trojan-tls,vmess-aes,ss-2022 --rate 2000
 # The KCP table: across the emulated lossy link, 20 s per run (a size would take too long).
 run kcp-link -f tunnel,kcp,kcp-w2048,kcp-fast3,mkcp --link delay=100ms,loss=9% -d download -t 20s

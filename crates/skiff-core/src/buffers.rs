@@ -8,8 +8,9 @@
 //!   above its keep size when it drains. An idle connection keeps no buffer (design property
 //!   7: a few KiB per idle connection).
 //! * [`READ_WINDOW`] (64 KiB) is what a stream parsing records off a socket asks for in one
-//!   read. That is four full TLS records (16 KiB + 256 each), so bulk TLS costs one `recv` per
-//!   four records instead of one per record, or one per 4 KiB as rustls alone reads.
+//!   read (the TLS record stream asks for exactly four full records, a little more), so bulk
+//!   TLS costs one `recv` per four records instead of one per record, or one per 4 KiB as
+//!   rustls alone reads. A read is given exactly the window it asks for.
 //! * [`VISION_READ_WINDOW`] (16 KiB + 64) is what Vision asks the outer TLS for: one record's
 //!   plaintext (16 KiB) plus a frame header of slack. It must stay under the room at which the
 //!   TLS stream hands out several records per read (two records' worth): after the record
@@ -128,7 +129,9 @@ impl ReadBuffer {
         if self.storage.len() < self.end + window {
             self.storage.resize(self.end + window, 0);
         }
-        let mut read_buf = ReadBuf::new(&mut self.storage[self.end..]);
+        // Exactly the window, even when the storage grew larger earlier: a reader below may
+        // decide how much to hand over by the room it is given (the TLS stream does).
+        let mut read_buf = ReadBuf::new(&mut self.storage[self.end..self.end + window]);
         let polled = Pin::new(reader).poll_read(cx, &mut read_buf);
         let n = read_buf.filled().len();
         if polled.is_pending() && self.end == 0 {

@@ -23,7 +23,7 @@ use skiff_core::{BoxStream, DirectSwitch, ProxyStream};
 use skiff_crypto::{AeadKey, AeadKind, TAG_LEN};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use skiff_core::buffers::{KEEP_WRITE, READ_WINDOW, ReadBuffer, WriteBuffer};
+use skiff_core::buffers::{KEEP_WRITE, ReadBuffer, WriteBuffer};
 
 use super::read_ahead::ReadAhead;
 use super::stream::TlsProxyStream;
@@ -35,8 +35,14 @@ const MAX_FRAGMENT: usize = 16 * 1024;
 const MAX_CIPHERTEXT: usize = MAX_FRAGMENT + 256;
 /// Records sealed per write call: up to 64 KiB of plaintext goes out in one syscall.
 const RECORDS_PER_WRITE: usize = 4;
-/// A read with at least this much room left gets further records already buffered (see
-/// `poll_read`); Vision's window (`skiff_core::buffers::VISION_READ_WINDOW`) is below it.
+/// What one read of ciphertext asks for: exactly the four full records of one 64 KiB write
+/// (header, 16 KiB, content type, tag each). A read starts at a record boundary (the partial
+/// record held is moved to the front), so with data waiting each read completes four
+/// records and the relay sends 64 KiB; the general 64 KiB window held three and a part.
+const RECORDS_READ_WINDOW: usize = RECORDS_PER_WRITE * (HEADER_LEN + MAX_FRAGMENT + 1 + TAG_LEN);
+/// A read into a buffer at least this big gets further records already buffered, as many
+/// as fit (see `poll_read`); Vision's window (`skiff_core::buffers::VISION_READ_WINDOW`) is
+/// below it.
 const COALESCE_ROOM: usize = 2 * MAX_FRAGMENT;
 const _: () = assert!(skiff_core::buffers::VISION_READ_WINDOW < COALESCE_ROOM);
 
@@ -309,14 +315,17 @@ impl AsyncRead for RecordStream {
                 out.put_slice(&this.rbuf.storage()[a..a + n]);
                 this.plain.0 += n;
                 delivered = true;
-                // A reader with room for two more records gets the records already read too:
-                // the relay then writes 64 KiB at a time instead of one record, four times
-                // fewer sends on a TLS server. A reader that may switch to raw bytes after a
-                // record (Vision) reads with a window under that room, so it never gets
-                // plaintext from past the record it asked for.
+                // A reader with a big buffer gets the records already read too, as long as
+                // each fits whole: the relay then writes 64 KiB at a time instead of one
+                // record, four times fewer sends. (Asking for two records' room instead made
+                // a 64 KiB read stop after three: a 48 KiB send and a 16 KiB one.) A reader
+                // that may switch to raw bytes after a record (Vision) reads with a buffer
+                // under COALESCE_ROOM, so it never gets plaintext from past the record it
+                // asked for.
                 if this.plain.0 == this.plain.1
-                    && out.remaining() >= COALESCE_ROOM
+                    && out.capacity() >= COALESCE_ROOM
                     && let Some(total) = this.complete_record()?
+                    && out.remaining() >= total - HEADER_LEN - TAG_LEN - 1
                 {
                     this.open_record(total)?;
                     continue;
@@ -330,7 +339,11 @@ impl AsyncRead for RecordStream {
                 this.open_record(total)?;
                 continue;
             }
-            if ready!(this.rbuf.poll_fill(&mut this.inner, cx, READ_WINDOW))? == 0 {
+            if ready!(
+                this.rbuf
+                    .poll_fill(&mut this.inner, cx, RECORDS_READ_WINDOW)
+            )? == 0
+            {
                 if !this.rbuf.is_empty() {
                     return Poll::Ready(Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
@@ -631,6 +644,26 @@ mod tests {
         let mut reply = Vec::new();
         left.read_to_end(&mut reply).await.unwrap();
         assert_eq!(reply, b"reply");
+    }
+
+    /// A relay's 64 KiB read gets all four 16 KiB records of a 64 KiB write (one send on the
+    /// other side, not 48 KiB and 16 KiB), while a Vision-sized read gets one record only.
+    #[tokio::test]
+    async fn a_big_read_takes_every_record_that_fits_and_a_vision_read_one() {
+        let (mut left, mut right) = pair();
+        let data: Vec<u8> = (0..3 * 65_536u32).map(|i| (i % 253) as u8).collect();
+        for write in data.chunks(65_536) {
+            left.write_all(write).await.unwrap();
+        }
+        left.flush().await.unwrap();
+        let mut buf = vec![0u8; 65_536];
+        for (i, expected) in data.chunks(65_536).take(2).enumerate() {
+            let n = right.read(&mut buf).await.unwrap();
+            assert_eq!(&buf[..n], expected, "read {i}: {n} bytes");
+        }
+        let mut vision = vec![0u8; skiff_core::buffers::VISION_READ_WINDOW];
+        let n = right.read(&mut vision).await.unwrap();
+        assert_eq!(&vision[..n], &data[2 * 65_536..2 * 65_536 + MAX_FRAGMENT]);
     }
 
     fn read_garbage(bytes: Vec<u8>) -> io::Result<Vec<u8>> {
