@@ -90,6 +90,10 @@ async fn exchange(
             fill(&mut state, &mut buf);
             w.write_all(&buf).await.unwrap();
         }
+        // A TLS stream's write may return with records still queued while the socket is
+        // full; without the flush the last ones waited here for a wake-up that only polls
+        // `done_rx`, and the peer never got its last bytes (a CI hang under load).
+        w.flush().await.unwrap();
         let _ = done_rx.await;
         let _ = w.shutdown().await;
         w
