@@ -428,7 +428,14 @@ impl PostPacket for H1Uploader {
                         BytesMut::new(),
                     ),
                 };
-                if io.write_all(&req).await.is_err() && attempt == 0 {
+                // The flush matters over TLS: a write may return with records still queued
+                // (the socket was full), and nothing else sends them while we wait for the
+                // answer, so the server would wait for the rest of the body until we time out.
+                let sent = async {
+                    io.write_all(&req).await?;
+                    io.flush().await
+                };
+                if sent.await.is_err() && attempt == 0 {
                     continue;
                 }
                 let head = tokio::time::timeout(
@@ -922,5 +929,122 @@ where
                 LazyState::Failed => return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+
+    use tokio::io::{AsyncBufReadExt, BufReader, BufStream};
+    use tokio::net::UnixStream;
+
+    use super::*;
+
+    /// A stream that keeps what is written until it is flushed, as TLS does when the socket is
+    /// full: the AsyncWrite contract allows it.
+    struct Buffered(BufStream<UnixStream>);
+
+    impl AsyncRead for Buffered {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.0).poll_read(cx, buf)
+        }
+    }
+
+    impl AsyncWrite for Buffered {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            Pin::new(&mut self.0).poll_write(cx, buf)
+        }
+        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.0).poll_flush(cx)
+        }
+        fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.0).poll_shutdown(cx)
+        }
+    }
+
+    impl skiff_core::ProxyStream for Buffered {}
+
+    /// Hands out the one prepared connection.
+    struct OneConnection(Mutex<Option<UnixStream>>);
+
+    impl Dialer for OneConnection {
+        fn dial<'a>(
+            &'a self,
+            _: &'a Address,
+            _: &'a Metadata,
+        ) -> BoxFuture<'a, io::Result<BoxStream>> {
+            let conn = self.0.lock().unwrap().take();
+            Box::pin(async move {
+                let conn = conn.ok_or_else(|| io::Error::other("dialed twice"))?;
+                Ok(Box::new(Buffered(BufStream::new(conn))) as BoxStream)
+            })
+        }
+        fn bind_via<'a>(
+            &'a self,
+            _: &'a Metadata,
+        ) -> BoxFuture<'a, io::Result<Option<BoxPacketConn>>> {
+            Box::pin(async { Ok(None) })
+        }
+    }
+
+    /// An HTTP/1.1 packet upload reaches the server whole and gets its answer even when the
+    /// connection below keeps written bytes until a flush (it waited for the answer forever).
+    #[tokio::test]
+    async fn a_packet_post_is_flushed_before_its_answer_is_awaited() {
+        let (client, server) = UnixStream::pair().unwrap();
+        let lower = Arc::new(OneConnection(Mutex::new(Some(client))));
+        let dialer = XhttpDialer::new(
+            lower,
+            XhttpOptions::default(),
+            "example.com".into(),
+            false,
+            false,
+        );
+        let address: SocketAddr = "127.0.0.1:80".parse().unwrap();
+        let mut uploader = H1Uploader {
+            dialer: Arc::new(dialer),
+            server: Address::Ip(address),
+            meta: Metadata::new("test".into(), address, address),
+            session: "session".into(),
+            conn: None,
+        };
+        let answer = tokio::spawn(async move {
+            let mut server = BufReader::new(server);
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                server.read_line(&mut line).await.unwrap();
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+                if line == "\r\n" || line.is_empty() {
+                    break;
+                }
+            }
+            let mut body = vec![0u8; length];
+            server.read_exact(&mut body).await.unwrap();
+            server
+                .get_mut()
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                .await
+                .unwrap();
+            body
+        });
+        let posted = tokio::time::timeout(
+            Duration::from_secs(10),
+            uploader.post(0, Bytes::from_static(b"one packet")),
+        )
+        .await;
+        assert!(matches!(posted, Ok(Ok(()))), "{posted:?}");
+        assert_eq!(answer.await.unwrap(), b"one packet");
     }
 }
