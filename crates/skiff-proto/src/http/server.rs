@@ -407,7 +407,13 @@ async fn exchange<S: ProxyStream>(
     head: &[u8],
 ) -> Result<Outcome, Failure> {
     let bodiless = req.body == BodyKind::None;
-    if let Err(err) = idle(up.writer.write_all(head)).await {
+    // Flushed: a bodiless request's head is all we send before waiting for the answer, and a
+    // TLS stream below may hold records until flushed.
+    let sent = async {
+        up.writer.write_all(head).await?;
+        up.writer.flush().await
+    };
+    if let Err(err) = idle(sent).await {
         return Err(Failure {
             replayable: bodiless,
             ..Failure::upstream(err, false)

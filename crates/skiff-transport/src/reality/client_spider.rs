@@ -140,6 +140,7 @@ async fn http1_get(
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {USER_AGENT}\r\nAccept: text/html\r\nCookie: padding={padding}\r\nConnection: close\r\n\r\n"
     );
     stream.write_all(request.as_bytes()).await?;
+    stream.flush().await?;
     let mut buf = vec![0u8; 16 * 1024];
     let mut total = 0;
     while total < MAX_BODY {

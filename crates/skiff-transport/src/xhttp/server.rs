@@ -277,15 +277,17 @@ async fn serve_h1(
                 Ok(Ok(None)) => return Ok(()),
                 Ok(Ok(Some(head))) => head,
                 Ok(Err(e)) => {
-                    let _ = io
-                        .write_all(&h1::response_head(
+                    let _ = send_head(
+                        &mut io,
+                        &h1::response_head(
                             400,
                             &[
                                 ("Content-Length", "0".into()),
                                 ("Connection", "close".into()),
                             ],
-                        ))
-                        .await;
+                        ),
+                    )
+                    .await;
                     return Err(e);
                 }
             };
@@ -313,7 +315,7 @@ async fn serve_h1(
                     h.push(("Connection", "close".into()));
                 }
                 h.push(("Content-Length", "0".into()));
-                io.write_all(&h1::response_head(status, &h)).await?;
+                send_head(&mut io, &h1::response_head(status, &h)).await?;
                 if !small {
                     return Ok(());
                 }
@@ -324,7 +326,7 @@ async fn serve_h1(
             Route::Options => {
                 let mut h = inner.common_headers();
                 h.push(("Content-Length", "0".into()));
-                io.write_all(&h1::response_head(200, &h)).await?;
+                send_head(&mut io, &h1::response_head(200, &h)).await?;
                 let mut body = Body::new(&mut io, std::mem::take(&mut buf), kind);
                 tokio::io::copy(&mut (&mut body).take(1 << 16), &mut tokio::io::sink()).await?;
                 buf = body.into_buf();
@@ -340,14 +342,14 @@ async fn serve_h1(
                             h.push(("Cache-Control", "no-store".into()));
                         }
                         h.push(("Content-Length", "0".into()));
-                        io.write_all(&h1::response_head(200, &h)).await?;
+                        send_head(&mut io, &h1::response_head(200, &h)).await?;
                     }
                     Err(status) => {
                         let h = [
                             ("Content-Length", "0".to_string()),
                             ("Connection", "close".into()),
                         ];
-                        io.write_all(&h1::response_head(status, &h)).await?;
+                        send_head(&mut io, &h1::response_head(status, &h)).await?;
                         return Ok(());
                     }
                 }
@@ -392,7 +394,7 @@ async fn serve_h1(
                             ("Content-Length", "0".to_string()),
                             ("Connection", "close".into()),
                         ];
-                        wr.write_all(&h1::response_head(status, &h)).await?;
+                        send_head(&mut wr, &h1::response_head(status, &h)).await?;
                         return Ok(());
                     }
                 };
@@ -400,7 +402,7 @@ async fn serve_h1(
                 h.push(("X-Accel-Buffering", "no".into()));
                 h.push(("Cache-Control", "no-store".into()));
                 h.push(("Transfer-Encoding", "chunked".into()));
-                wr.write_all(&h1::response_head(200, &h)).await?;
+                send_head(&mut wr, &h1::response_head(200, &h)).await?;
                 let mut writer = ChunkedWriter::new(wr, Vec::new());
                 keep_alive_until(&inner, &mut writer, ended, parts_has_referer(&head)).await;
                 let _ = writer.shutdown().await;
@@ -444,7 +446,15 @@ async fn refuse_h1(io: &mut BoxStream, status: u16) -> io::Result<()> {
         ("Content-Length", "0".to_string()),
         ("Connection", "close".into()),
     ];
-    io.write_all(&h1::response_head(status, &h)).await
+    send_head(io, &h1::response_head(status, &h)).await
+}
+
+/// Writes a response head and flushes it: over TLS a write may keep records queued while the
+/// socket is full, and after an answer we wait for the client's next request (or drop the
+/// connection), which would never send them.
+async fn send_head<W: AsyncWrite + Unpin + ?Sized>(io: &mut W, head: &[u8]) -> io::Result<()> {
+    io.write_all(head).await?;
+    io.flush().await
 }
 
 /// Answers 200 with a chunked streaming body and hands the tunnel over; the receiver fires
