@@ -63,6 +63,7 @@ async fn connect_relays_both_ways_with_the_header_in_the_first_write() {
             Command::Connect,
         );
         client.write_all(b"hello trojan").await.unwrap();
+        client.flush().await.unwrap();
         let TrojanAccept::Stream {
             destination: got,
             mut stream,

@@ -298,6 +298,7 @@ async fn vless_server_speaks_first() {
         let server_task = tokio::spawn(async move {
             let (_, mut stream, _) = expect_stream(accept_ok(s).await);
             stream.write_all(b"220 welcome\r\n").await.unwrap();
+            stream.flush().await.unwrap();
             let mut got = [0u8; 4];
             stream.read_exact(&mut got).await.unwrap();
             assert_eq!(&got, b"HELO");

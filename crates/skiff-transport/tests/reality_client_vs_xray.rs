@@ -267,6 +267,7 @@ async fn handshake_rate_against_xray() {
             request.extend_from_slice(&echo.to_be_bytes());
             request.extend_from_slice(&[1, 127, 0, 0, 1, b'x']);
             s.write_all(&request).await.unwrap();
+            s.flush().await.unwrap();
             let mut back = [0u8; 3];
             tokio::time::timeout(Duration::from_secs(10), s.read_exact(&mut back))
                 .await

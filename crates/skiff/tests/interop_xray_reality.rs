@@ -67,6 +67,7 @@ async fn exchange(
     let mut word = [0u8; 5];
     if asks {
         stream.write_all(b"hello").await.unwrap();
+        stream.flush().await.unwrap();
         stream.read_exact(&mut word).await.unwrap();
         assert_eq!(&word, b"howdy");
         stream.write_all(b"ready").await.unwrap();
@@ -75,6 +76,7 @@ async fn exchange(
         stream.read_exact(&mut word).await.unwrap();
         assert_eq!(&word, b"hello");
         stream.write_all(b"howdy").await.unwrap();
+        stream.flush().await.unwrap();
         stream.read_exact(&mut word).await.unwrap();
         assert_eq!(&word, b"ready");
     }

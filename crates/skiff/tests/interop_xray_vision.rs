@@ -148,6 +148,7 @@ async fn exchange(mut stream: skiff_core::BoxStream, seed: u64, asks: bool) -> (
     let mut word = [0u8; 5];
     if asks {
         stream.write_all(b"hello").await.unwrap();
+        stream.flush().await.unwrap();
         stream.read_exact(&mut word).await.unwrap();
         assert_eq!(&word, b"howdy");
         stream.write_all(b"ready").await.unwrap();
@@ -159,6 +160,7 @@ async fn exchange(mut stream: skiff_core::BoxStream, seed: u64, asks: bool) -> (
         stream.read_exact(&mut word).await.unwrap();
         assert_eq!(&word, b"hello");
         stream.write_all(b"howdy").await.unwrap();
+        stream.flush().await.unwrap();
         // The answer leaves alone, not merged with the bulk that follows.
         stream.read_exact(&mut word).await.unwrap();
         assert_eq!(&word, b"ready");
@@ -253,6 +255,7 @@ fn probe_fallback(port: u16) {
                 .write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
                 .await
                 .unwrap();
+            stream.flush().await.unwrap();
             let mut page = Vec::new();
             let _ = stream.read_to_end(&mut page).await;
             page
