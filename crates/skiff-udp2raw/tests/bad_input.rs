@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use skiff_udp2raw::headers::{self, RawMode, Transport};
-use skiff_udp2raw::io::raw::{RawSocket, random_bytes};
+use skiff_udp2raw::io::raw::{Family, RawSocket, random_bytes};
 use skiff_udp2raw::io::{self, Config, Handle, Stats};
 use skiff_udp2raw::packet::Handshake;
 use skiff_udp2raw::{AuthMode, CipherMode, Codec, Packet, Role};
@@ -48,7 +48,7 @@ fn send_tcp(sock: &RawSocket, sport: u16, syn: bool, payload: &[u8]) {
     };
     let mut p = Vec::new();
     headers::build_ip(&ip, &t, &mut p).unwrap();
-    let _ = sock.send_to(&p, LO);
+    let _ = sock.send_to(&p, IpAddr::V4(LO));
 }
 
 #[test]
@@ -107,7 +107,7 @@ fn server_survives_forgeries_replays_and_handshake_floods() {
     let (stop3, name) = (stop.clone(), ns.name.clone());
     let attacker = std::thread::spawn(move || {
         Netns::enter(&name);
-        let sock = RawSocket::open().unwrap();
+        let sock = RawSocket::open(Family::V4).unwrap();
         let good = Codec::new(KEY, Role::Client, CipherMode::Aes128Cbc, AuthMode::HmacSha1);
         let wrong = Codec::new(
             b"not-the-key",
@@ -157,7 +157,7 @@ fn server_survives_forgeries_replays_and_handshake_floods() {
                     && !(10_000..20_000).contains(&s.header.src_port)
                     && seen.insert(crc32(pkt))
                 {
-                    let _ = sock.send_to(pkt, LO);
+                    let _ = sock.send_to(pkt, IpAddr::V4(LO));
                     replayed += 1;
                 }
             }

@@ -7,14 +7,14 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::time::Instant;
 
 use super::{
     CLIENT_CONN_TIMEOUT, CONV_TIMEOUT, Config, HANDSHAKE_TIMEOUT, HEARTBEAT_INTERVAL, Handle,
     Inner, Link, RETRY_INTERVAL, RawSocket, SaferSender, Stats, clock_ms, decode, encode_handshake,
-    max_datagram, raw, v4,
+    max_datagram, raw, tunnel_family,
 };
 use crate::headers::{self, RawMode, Transport};
 use crate::packet::Handshake;
@@ -51,23 +51,25 @@ pub fn run(cfg: &Config, handle: &Handle) -> io::Result<()> {
 
 /// As [`run`], on an already bound UDP socket (`cfg.listen` is then not used).
 pub fn run_on(cfg: &Config, handle: &Handle, udp: UdpSocket) -> io::Result<()> {
-    let raw_sock = RawSocket::open()?;
+    let raw_sock = RawSocket::open(tunnel_family(cfg, false))?;
     udp.set_nonblocking(true)?;
     super::raw::size_udp(&udp);
-    let server = v4(cfg.remote.ip())?;
+    let server = cfg.remote.ip();
     let codec = Codec::new(&cfg.password, Role::Client, cfg.cipher, cfg.auth);
     run_with(cfg, handle, &raw_sock, &udp, server, &codec)
 }
 
 /// A fresh connection attempt: new id, new source port (reserved by binding a UDP socket
 /// to it, so no other local flow takes it), new sequence numbers.
-fn new_conn(cfg: &Config, server: Ipv4Addr) -> io::Result<Conn> {
-    let probe = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))?;
-    probe.connect((server, cfg.remote.port()))?;
-    let local = match probe.local_addr()? {
-        SocketAddr::V4(a) => *a.ip(),
-        SocketAddr::V6(_) => Ipv4Addr::UNSPECIFIED,
+fn new_conn(cfg: &Config, server: IpAddr) -> io::Result<Conn> {
+    // The source address the kernel's routing picks towards the server.
+    let any: IpAddr = match server {
+        IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+        IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
     };
+    let probe = UdpSocket::bind((any, 0))?;
+    probe.connect((server, cfg.remote.port()))?;
+    let local = probe.local_addr()?.ip();
     let reserve = UdpSocket::bind((local, 0))?;
     let port = reserve.local_addr()?.port();
     let now = Instant::now();
@@ -101,7 +103,7 @@ fn run_with(
     handle: &Handle,
     sock: &RawSocket,
     udp: &UdpSocket,
-    server: Ipv4Addr,
+    server: IpAddr,
     codec: &Codec,
 ) -> io::Result<()> {
     let start = Instant::now();
@@ -195,7 +197,7 @@ fn on_timer(
     codec: &Codec,
     conn: &mut Conn,
     const_id: u32,
-    server: Ipv4Addr,
+    server: IpAddr,
     now_ms: u32,
 ) -> io::Result<()> {
     let now = Instant::now();

@@ -14,7 +14,7 @@ pub mod rules;
 pub mod server;
 
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -123,14 +123,15 @@ impl Handle {
     }
 }
 
-pub(crate) fn v4(ip: IpAddr) -> io::Result<Ipv4Addr> {
-    match ip {
-        IpAddr::V4(a) => Ok(a),
-        IpAddr::V6(_) => Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "udp2raw tunnels over IPv6 are not supported yet: use an IPv4 address",
-        )),
-    }
+/// The family a tunnel runs over: its server address's (the server's `listen`, the client's
+/// `remote`), as udp2raw decides it. The UDP side (the client's `listen`, the server's
+/// `remote`) may be of either family.
+pub fn tunnel_family(cfg: &Config, server_side: bool) -> raw::Family {
+    raw::Family::of(if server_side {
+        cfg.listen.ip()
+    } else {
+        cfg.remote.ip()
+    })
 }
 
 /// The milliseconds clock TSval is read from.
@@ -141,9 +142,9 @@ pub(crate) fn clock_ms(start: Instant) -> u32 {
 /// The outer-header state of one fake connection (either end).
 #[derive(Debug, Clone)]
 pub(crate) struct Link {
-    pub local: Ipv4Addr,
+    pub local: IpAddr,
     pub local_port: u16,
-    pub peer: Ipv4Addr,
+    pub peer: IpAddr,
     pub peer_port: u16,
     pub tcp: SeqState,
     pub icmp_seq: u16,
@@ -154,9 +155,9 @@ pub(crate) struct Link {
 
 impl Link {
     pub fn new(
-        local: Ipv4Addr,
+        local: IpAddr,
         local_port: u16,
-        peer: Ipv4Addr,
+        peer: IpAddr,
         peer_port: u16,
         seq_mode: u8,
         client: bool,
@@ -186,7 +187,7 @@ impl Link {
         payload: &[u8],
         now_ms: u32,
     ) -> io::Result<()> {
-        let (src, dst) = (IpAddr::V4(self.local), IpAddr::V4(self.peer));
+        let (src, dst) = (self.local, self.peer);
         let mut t = Vec::with_capacity(payload.len() + 40);
         let protocol = match mode {
             RawMode::FakeTcp => {
@@ -223,7 +224,11 @@ impl Link {
                     payload,
                 };
                 headers::build_icmp(src, dst, &m, &mut t).map_err(other)?;
-                headers::IPPROTO_ICMP
+                if src.is_ipv6() {
+                    headers::IPPROTO_ICMPV6
+                } else {
+                    headers::IPPROTO_ICMP
+                }
             }
         };
         let ip = headers::IpHeader {
@@ -234,7 +239,7 @@ impl Link {
             id: self.ip_id,
         };
         self.ip_id = self.ip_id.wrapping_add(1);
-        let mut pkt = Vec::with_capacity(t.len() + 20);
+        let mut pkt = Vec::with_capacity(t.len() + 40);
         headers::build_ip(&ip, &t, &mut pkt).map_err(other)?;
         match sock.send_to(&pkt, self.peer) {
             Ok(()) => Ok(()),

@@ -1,14 +1,38 @@
-//! Linux raw sockets: an `AF_PACKET` socket to read every IP packet (before netfilter's
-//! INPUT chain, so a rule dropping the fake flows there leaves them visible to us), and an
-//! `AF_INET`/`IPPROTO_RAW` socket to send packets whose IPv4 header we build.
+//! Linux raw sockets, of one IP family (the tunnel's: its server address's): an `AF_PACKET`
+//! socket bound to that family's ethertype (`ETH_P_IP` or `ETH_P_IPV6`) to read every packet
+//! of it (before netfilter's INPUT chain, so a rule dropping the fake flows there leaves them
+//! visible to us), and an `AF_INET` or `AF_INET6` socket of `IPPROTO_RAW` to send packets
+//! whose IP header we build. On `AF_INET6`, `IPPROTO_RAW` implies `IPV6_HDRINCL` (Linux sets
+//! it at socket creation); the kernel then sends the packet as given, payload length and
+//! transport checksum included, to the `sockaddr_in6` destination (the header's own
+//! destination is not used for routing). As udp2raw, no scope id is given, so a link-local
+//! server address is not reachable.
 
 use std::io;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// The IP family a tunnel runs over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Family {
+    V4,
+    V6,
+}
+
+impl Family {
+    /// The family of `ip`.
+    pub fn of(ip: IpAddr) -> Family {
+        match ip {
+            IpAddr::V4(_) => Family::V4,
+            IpAddr::V6(_) => Family::V6,
+        }
+    }
+}
 
 /// The send and receive raw sockets of one tunnel end.
 #[derive(Debug)]
 pub struct RawSocket {
+    family: Family,
     send: OwnedFd,
     recv: OwnedFd,
 }
@@ -64,22 +88,27 @@ pub fn size_udp(socket: &std::net::UdpSocket) {
 }
 
 impl RawSocket {
-    /// Opens both sockets; fails with a message naming root / CAP_NET_RAW when refused.
-    pub fn open() -> io::Result<RawSocket> {
+    /// Opens both sockets of `family`; fails with a message naming root / CAP_NET_RAW when
+    /// refused.
+    pub fn open(family: Family) -> io::Result<RawSocket> {
+        let (ethertype, domain, what) = match family {
+            Family::V4 => (libc::ETH_P_IP, libc::AF_INET, "raw IPv4 socket"),
+            Family::V6 => (libc::ETH_P_IPV6, libc::AF_INET6, "raw IPv6 socket"),
+        };
         let recv = new_socket(
             libc::AF_PACKET,
             libc::SOCK_DGRAM,
-            i32::from((libc::ETH_P_IP as u16).to_be()),
+            i32::from((ethertype as u16).to_be()),
             "AF_PACKET socket",
         )?;
-        let send = new_socket(
-            libc::AF_INET,
-            libc::SOCK_RAW,
-            libc::IPPROTO_RAW,
-            "raw IPv4 socket",
-        )?;
+        let send = new_socket(domain, libc::SOCK_RAW, libc::IPPROTO_RAW, what)?;
         set_buffer(recv.as_raw_fd(), libc::SO_RCVBUF);
-        Ok(RawSocket { send, recv })
+        Ok(RawSocket { family, send, recv })
+    }
+
+    /// The family the sockets were opened for.
+    pub fn family(&self) -> Family {
+        self.family
     }
 
     /// The descriptor to poll for readability.
@@ -87,21 +116,44 @@ impl RawSocket {
         self.recv.as_raw_fd()
     }
 
-    /// Sends one IPv4 packet (header included) to `dst`.
-    pub fn send_to(&self, packet: &[u8], dst: Ipv4Addr) -> io::Result<()> {
-        // SAFETY: sendto with a valid buffer and a sockaddr_in of the size given.
-        let n = unsafe {
-            let mut addr: libc::sockaddr_in = std::mem::zeroed();
-            addr.sin_family = libc::AF_INET as libc::sa_family_t;
-            addr.sin_addr.s_addr = u32::from_ne_bytes(dst.octets());
-            libc::sendto(
-                self.send.as_raw_fd(),
-                packet.as_ptr().cast(),
-                packet.len(),
-                0,
-                (&addr as *const libc::sockaddr_in).cast(),
-                std::mem::size_of::<libc::sockaddr_in>() as u32,
-            )
+    /// Sends one IP packet (header included) to `dst`, of the sockets' family.
+    pub fn send_to(&self, packet: &[u8], dst: IpAddr) -> io::Result<()> {
+        let fd = self.send.as_raw_fd();
+        let n = match (self.family, dst) {
+            // SAFETY: sendto with a valid buffer and a sockaddr_in of the size given.
+            (Family::V4, IpAddr::V4(d)) => unsafe {
+                let mut addr: libc::sockaddr_in = std::mem::zeroed();
+                addr.sin_family = libc::AF_INET as libc::sa_family_t;
+                addr.sin_addr.s_addr = u32::from_ne_bytes(d.octets());
+                libc::sendto(
+                    fd,
+                    packet.as_ptr().cast(),
+                    packet.len(),
+                    0,
+                    (&addr as *const libc::sockaddr_in).cast(),
+                    std::mem::size_of::<libc::sockaddr_in>() as u32,
+                )
+            },
+            // SAFETY: sendto with a valid buffer and a sockaddr_in6 of the size given.
+            (Family::V6, IpAddr::V6(d)) => unsafe {
+                let mut addr: libc::sockaddr_in6 = std::mem::zeroed();
+                addr.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+                addr.sin6_addr.s6_addr = d.octets();
+                libc::sendto(
+                    fd,
+                    packet.as_ptr().cast(),
+                    packet.len(),
+                    0,
+                    (&addr as *const libc::sockaddr_in6).cast(),
+                    std::mem::size_of::<libc::sockaddr_in6>() as u32,
+                )
+            },
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{dst} is not of the tunnel's IP family ({:?})", self.family),
+                ));
+            }
         };
         if n < 0 {
             return Err(io::Error::last_os_error());

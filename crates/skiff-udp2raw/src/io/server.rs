@@ -15,14 +15,14 @@ use std::time::Instant;
 use super::{
     CONV_TIMEOUT, Config, HEARTBEAT_INTERVAL, Handle, Inner, Link, RawSocket, SERVER_CONN_TIMEOUT,
     SERVER_HANDSHAKE_TIMEOUT, SaferSender, Stats, clock_ms, decode, encode_handshake, max_datagram,
-    raw, v4,
+    raw, tunnel_family,
 };
 use crate::headers::{self, Transport};
 use crate::packet::Handshake;
 use crate::{Codec, ReplayWindow, Role};
 
 /// A client: its address and port (ICMP: the echo identifier).
-type Peer = (Ipv4Addr, u16);
+type Peer = (IpAddr, u16);
 
 struct Conv {
     sock: UdpSocket,
@@ -44,9 +44,9 @@ struct Conn {
 
 /// Runs a server until `handle.stop()`; errors only when a socket cannot be opened or used.
 pub fn run(cfg: &Config, handle: &Handle) -> io::Result<()> {
-    let sock = RawSocket::open()?;
+    let sock = RawSocket::open(tunnel_family(cfg, true))?;
     let codec = Codec::new(&cfg.password, Role::Server, cfg.cipher, cfg.auth);
-    let listen_ip = v4(cfg.listen.ip())?;
+    let listen_ip = cfg.listen.ip();
     let const_id = raw::random_nz();
     let start = Instant::now();
     let max_len = max_datagram(&codec, cfg.fix_gro);
@@ -135,7 +135,7 @@ fn on_raw(
     handle: &Handle,
     sock: &RawSocket,
     codec: &Codec,
-    listen_ip: Ipv4Addr,
+    listen_ip: IpAddr,
     const_id: u32,
     conns: &mut HashMap<Peer, Conn>,
     pkt: &[u8],
@@ -144,9 +144,10 @@ fn on_raw(
     let Ok((ip, t)) = headers::parse_packet(cfg.raw_mode, pkt) else {
         return Ok(());
     };
-    let (IpAddr::V4(src), IpAddr::V4(dst)) = (ip.src, ip.dst) else {
+    let (src, dst) = (ip.src, ip.dst);
+    if src.is_ipv4() != listen_ip.is_ipv4() {
         return Ok(());
-    };
+    }
     if !listen_ip.is_unspecified() && dst != listen_ip {
         return Ok(());
     }
