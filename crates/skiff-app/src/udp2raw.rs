@@ -8,17 +8,22 @@
 //!   is one conversation in the tunnel. The destination is not sent: the server's target
 //!   decides, as with udp2raw.
 //!
+//! The tunnel's IP family is the server address's (the inbound's `listen`, the outbound's
+//! `address`): IPv4 or IPv6, as udp2raw's. An inbound listening on `::` serves IPv6 clients
+//! only, one on `0.0.0.0` IPv4 clients only.
+//!
 //! `autoRule` installs the firewall rules (`skiff_udp2raw::io::rules`) for as long as the end
 //! runs; a crashed run's rules are removed by the next start.
 
 use std::io;
-use std::net::{SocketAddr, UdpSocket as StdUdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket as StdUdpSocket};
 use std::path::Path;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use skiff_config::plan_udp2raw::{Udp2rawInbound, Udp2rawOutbound, Udp2rawTuning};
 use skiff_core::{Address, BoxFuture, BoxPacketConn, BoxStream, Metadata, Outbound, PacketConn};
+use skiff_udp2raw::io::raw::Family;
 use skiff_udp2raw::io::rules::{DEFAULT_STATE_DIR, Flow, Rules};
 use skiff_udp2raw::io::{self as u2r, Config, Handle};
 use tokio::io::ReadBuf;
@@ -38,6 +43,23 @@ fn config(t: &Udp2rawTuning, listen: SocketAddr, remote: SocketAddr) -> Config {
     c.seq_mode = t.seq_mode;
     c.fix_gro = t.fix_gro;
     c
+}
+
+/// The server's raw address: `address` an IPv4 or IPv6 address (brackets allowed; the config
+/// has already refused names), as `udp2raw -c -r 1.2.3.4:port` / `-r [::1]:port`.
+fn server_addr(address: &str, port: u16) -> io::Result<SocketAddr> {
+    let a = address.trim();
+    let a = a
+        .strip_prefix('[')
+        .and_then(|a| a.strip_suffix(']'))
+        .unwrap_or(a);
+    let ip: IpAddr = a.parse().map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("udp2raw server `{address}` is not an IPv4 or IPv6 address"),
+        )
+    })?;
+    Ok(SocketAddr::new(ip, port))
 }
 
 /// The inbound's plan, kept until its listener is bound.
@@ -166,14 +188,7 @@ impl Udp2rawClient {
     async fn running(&self) -> io::Result<Arc<Running>> {
         self.running
             .get_or_try_init(|| async {
-                let server: SocketAddr = format!("{}:{}", self.plan.address, self.plan.port)
-                    .parse()
-                    .map_err(|_| {
-                        io::Error::new(
-                            io::ErrorKind::InvalidInput,
-                            "udp2raw server is not an IPv4 address",
-                        )
-                    })?;
+                let server = server_addr(&self.plan.address, self.plan.port)?;
                 let udp = StdUdpSocket::bind(("127.0.0.1", 0))?;
                 let local = udp.local_addr()?;
                 let tuning = self.plan.tuning.clone();
@@ -198,7 +213,7 @@ impl Udp2rawClient {
                     None
                 };
                 // Fails here, plainly, without root or CAP_NET_RAW.
-                drop(u2r::RawSocket::open()?);
+                drop(u2r::RawSocket::open(Family::of(server.ip()))?);
                 let thread = std::thread::Builder::new()
                     .name("udp2raw-client".into())
                     .spawn(move || {
@@ -275,5 +290,25 @@ impl PacketConn for Conversation {
             self.socket.send(payload).await?;
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::server_addr;
+
+    #[test]
+    fn server_address_of_either_family() {
+        assert_eq!(
+            server_addr("10.0.0.1", 4096).unwrap(),
+            "10.0.0.1:4096".parse().unwrap()
+        );
+        assert_eq!(
+            server_addr("fd00::1", 4096).unwrap(),
+            "[fd00::1]:4096".parse().unwrap()
+        );
+        assert_eq!(server_addr("[::1]", 7).unwrap(), "[::1]:7".parse().unwrap());
+        let e = server_addr("example.com", 1).unwrap_err().to_string();
+        assert!(e.contains("IPv4 or IPv6"), "{e}");
     }
 }

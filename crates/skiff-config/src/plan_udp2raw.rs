@@ -34,7 +34,9 @@ impl std::fmt::Debug for Udp2rawTuning {
     }
 }
 
-/// Inbound (server): every conversation's datagrams go to `target`.
+/// Inbound (server): every conversation's datagrams go to `target` (either family). The
+/// inbound's `listen` address decides the tunnel's family: IPv6 for an IPv6 address (`::`
+/// included), IPv4 otherwise.
 #[derive(Clone, Debug)]
 pub struct Udp2rawInbound {
     pub target_host: String,
@@ -42,7 +44,8 @@ pub struct Udp2rawInbound {
     pub tuning: Udp2rawTuning,
 }
 
-/// Outbound (client): the server at `address:port` (an IPv4 address).
+/// Outbound (client): the server at `address:port` (an IPv4 or IPv6 address, brackets
+/// already stripped; the tunnel runs over that family).
 #[derive(Clone, Debug)]
 pub struct Udp2rawOutbound {
     pub address: String,

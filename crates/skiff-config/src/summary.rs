@@ -279,7 +279,11 @@ impl Display for Inbound<'_> {
             InboundProtocol::Udp2raw(u) => (
                 "udp2raw",
                 vec![
-                    format!("to {}:{}", u.target_host, u.target_port),
+                    if u.target_host.contains(':') {
+                        format!("to [{}]:{}", u.target_host, u.target_port)
+                    } else {
+                        format!("to {}:{}", u.target_host, u.target_port)
+                    },
                     udp2raw_tuning(&u.tuning),
                 ],
             ),
@@ -639,10 +643,14 @@ impl Display for Outbound<'_> {
                 )?;
             }
             OutboundProtocol::Udp2raw(u) => {
+                let host = if u.address.contains(':') {
+                    format!("[{}]", u.address)
+                } else {
+                    u.address.clone()
+                };
                 write!(
                     f,
-                    "udp2raw to {}:{}, {}",
-                    u.address,
+                    "udp2raw to {host}:{}, {}",
                     u.port,
                     udp2raw_tuning(&u.tuning)
                 )?;

@@ -97,6 +97,34 @@ fn every_key() {
 }
 
 #[test]
+fn ipv6_addresses_flow_through() {
+    for address in ["fd00::1", "[fd00::1]"] {
+        let (plan, _) = load(&outbound(&format!(
+            r#"{{"address": "{address}", "port": 4096}}"#
+        )))
+        .unwrap();
+        let OutboundProtocol::Udp2raw(u) = &plan.outbounds[0].protocol else {
+            panic!("not udp2raw");
+        };
+        assert_eq!((u.address.as_str(), u.port), ("fd00::1", 4096), "{address}");
+        let summary = plan.to_string();
+        assert!(summary.contains("udp2raw to [fd00::1]:4096"), "{summary}");
+    }
+    let (plan, _) = load(
+        r#"{"inbounds": [{"listen": "::1", "port": 4096, "protocol": "udp2raw",
+            "settings": {"target": "[::1]:7000"}}]}"#,
+    )
+    .unwrap();
+    let InboundProtocol::Udp2raw(u) = &plan.inbounds[0].protocol else {
+        panic!("not udp2raw");
+    };
+    assert_eq!((u.target_host.as_str(), u.target_port), ("::1", 7000));
+    assert_eq!(plan.inbounds[0].listen.to_string(), "::1");
+    let summary = plan.to_string();
+    assert!(summary.contains("to [::1]:7000"), "{summary}");
+}
+
+#[test]
 fn errors_name_their_path() {
     has_error(
         &inbound("{}"),
@@ -136,7 +164,7 @@ fn errors_name_their_path() {
     has_error(
         &outbound(r#"{"address": "example.com", "port": 1}"#),
         "outbounds[0].settings.address",
-        "IPv4",
+        "IPv4 or IPv6",
     );
     has_error(
         &outbound(r#"{"address": "10.0.0.1"}"#),

@@ -72,10 +72,10 @@ pub fn outbound(
     let before = error_count(diags);
     let address = server_address(s.address.as_deref(), &loc.key("address"), "udp2raw", diags);
     if let Some(a) = &address
-        && a.parse::<std::net::Ipv4Addr>().is_err()
+        && a.parse::<std::net::IpAddr>().is_err()
     {
         diags.push(loc.key("address").error(format!(
-            "`{a}` is not an IPv4 address: udp2raw's raw packets need the server's IPv4 address (IPv6 and names are not supported yet)"
+            "`{a}` is not an IP address: udp2raw's raw packets need the server's IPv4 or IPv6 address (names are not resolved)"
         )));
     }
     let port = server_port(s.port, &loc.key("port"), "udp2raw", diags);
