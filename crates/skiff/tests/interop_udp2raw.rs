@@ -7,7 +7,8 @@
 //! mode (faketcp aes128cbc/md5, udp xor/hmac_sha1, icmp aes128cfb/crc32; the full matrix of
 //! the tunnel ends runs in `crates/skiff-udp2raw/tests/tunnel_real.rs`). 10 000 datagrams with
 //! sequence numbers and CRC-32s each way (the echo returns each); none may be corrupted; loss,
-//! duplicates and reordering are printed.
+//! duplicates and reordering are printed. The same runs over IPv6 on `::1` (three cases,
+//! 2 000 datagrams; `ip6tables` needed), Skiff's `address`/`listen` then "::1".
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -186,13 +187,14 @@ fn count(t: &mut Tally, seen: &mut HashSet<u32>, last: &mut Option<u32>, d: &[u8
     }
 }
 
-/// Runs one case: echo on 7000, the client side's UDP entry on 3333.
-fn traffic(ns: &Netns) -> Option<(Tally, Tally)> {
+/// Runs one case of `n` datagrams: echo on `lo`:7000, the client side's UDP entry on
+/// 127.0.0.1:3333 (`lo` is the loopback address of the tunnel's family).
+fn traffic(ns: &Netns, lo: &'static str, n: u32) -> Option<(Tally, Tally)> {
     let stop = Arc::new(AtomicBool::new(false));
     let (s2, name) = (stop.clone(), ns.name.clone());
     let echo = std::thread::spawn(move || {
         Netns::enter(&name);
-        let s = UdpSocket::bind("127.0.0.1:7000").unwrap();
+        let s = UdpSocket::bind((lo, 7000)).unwrap();
         s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
         let (mut t, mut seen, mut last) = (Tally::default(), HashSet::new(), None);
         let mut buf = vec![0u8; 4096];
@@ -234,9 +236,7 @@ fn traffic(ns: &Netns) -> Option<(Tally, Tally)> {
         let mut quiet = Instant::now();
         while Instant::now() < deadline {
             let outstanding = t.sent - (t.received + t.corrupted).min(t.sent);
-            if t.sent < DATAGRAMS
-                && (outstanding < 64 || quiet.elapsed() > Duration::from_millis(50))
-            {
+            if t.sent < n && (outstanding < 64 || quiet.elapsed() > Duration::from_millis(50)) {
                 let _ = s.send(&datagram(t.sent));
                 t.sent += 1;
                 quiet = Instant::now();
@@ -247,12 +247,12 @@ fn traffic(ns: &Netns) -> Option<(Tally, Tally)> {
                     quiet = Instant::now();
                     count(&mut t, &mut seen, &mut last, &buf[..n]);
                 }
-                Err(_) if t.sent >= DATAGRAMS && quiet.elapsed() > Duration::from_millis(500) => {
+                Err(_) if t.sent >= n && quiet.elapsed() > Duration::from_millis(500) => {
                     break;
                 }
                 Err(_) => {}
             }
-            if t.received >= DATAGRAMS {
+            if t.received >= n {
                 break;
             }
         }
@@ -266,20 +266,45 @@ fn traffic(ns: &Netns) -> Option<(Tally, Tally)> {
 
 static N: AtomicU32 = AtomicU32::new(0);
 
+/// The tunnel's family: its loopback address, and the IPv6 one's datagram count.
+#[derive(Clone, Copy, PartialEq)]
+enum Family {
+    V4,
+    V6,
+}
+
+impl Family {
+    fn lo(self) -> &'static str {
+        match self {
+            Family::V4 => "127.0.0.1",
+            Family::V6 => "::1",
+        }
+    }
+
+    /// `lo:port` as udp2raw's `-l`/`-r` and Skiff's `target` take it.
+    fn at(self, port: u16) -> String {
+        match self {
+            Family::V4 => format!("127.0.0.1:{port}"),
+            Family::V6 => format!("[::1]:{port}"),
+        }
+    }
+}
+
 fn run(
     bin: &Path,
     skiff_is_client: bool,
-    raw: &str,
-    cipher: &str,
-    auth: &str,
+    family: Family,
+    (raw, cipher, auth): (&str, &str, &str),
+    n: u32,
 ) -> Result<String, String> {
     let label = format!(
-        "{}-{raw}-{cipher}-{auth}",
+        "{}{}-{raw}-{cipher}-{auth}",
         if skiff_is_client {
             "skiff2real"
         } else {
             "real2skiff"
-        }
+        },
+        if family == Family::V6 { "-v6" } else { "" }
     );
     let mut ns = Netns::new(&format!("{}", N.fetch_add(1, Ordering::Relaxed)));
     let _ = Command::new("ip")
@@ -289,23 +314,25 @@ fn run(
             &ns.name,
             "sh",
             "-c",
-            "echo 1 > /proc/sys/net/ipv4/icmp_echo_ignore_all",
+            "echo 1 > /proc/sys/net/ipv4/icmp_echo_ignore_all; \
+             echo 1 > /proc/sys/net/ipv6/icmp/echo_ignore_all 2>/dev/null",
         ])
         .status();
     let dir =
         std::env::temp_dir().join(format!("skiff-u2r-interop-{}-{label}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    // The UDP entry of a real client stays on 127.0.0.1 (the tunnel's family is its -r's).
     let mut args: Vec<String> = if skiff_is_client {
         vec![
             "-s".into(),
-            "-l127.0.0.1:4096".into(),
-            "-r127.0.0.1:7000".into(),
+            format!("-l{}", family.at(4096)),
+            format!("-r{}", family.at(7000)),
         ]
     } else {
         vec![
             "-c".into(),
             "-l127.0.0.1:3333".into(),
-            "-r127.0.0.1:4096".into(),
+            format!("-r{}", family.at(4096)),
         ]
     };
     for s in [
@@ -328,20 +355,20 @@ fn run(
     let settings = serde_json::json!({ "key": KEY, "rawMode": raw, "cipherMode": cipher, "authMode": auth, "autoRule": true });
     let config = if skiff_is_client {
         let mut s = settings.clone();
-        s["address"] = "127.0.0.1".into();
+        s["address"] = family.lo().into();
         s["port"] = 4096.into();
         serde_json::json!({
             "log": { "loglevel": "warning" },
             "inbounds": [{ "listen": "127.0.0.1", "port": 3333, "protocol": "dokodemo-door",
-                "settings": { "address": "127.0.0.1", "port": 7000, "network": "udp" } }],
+                "settings": { "address": family.lo(), "port": 7000, "network": "udp" } }],
             "outbounds": [{ "protocol": "udp2raw", "settings": s }]
         })
     } else {
         let mut s = settings.clone();
-        s["target"] = "127.0.0.1:7000".into();
+        s["target"] = family.at(7000).into();
         serde_json::json!({
             "log": { "loglevel": "warning" },
-            "inbounds": [{ "listen": "127.0.0.1", "port": 4096, "protocol": "udp2raw", "settings": s }],
+            "inbounds": [{ "listen": family.lo(), "port": 4096, "protocol": "udp2raw", "settings": s }],
             "outbounds": [{ "protocol": "freedom" }]
         })
     };
@@ -356,7 +383,7 @@ fn run(
         ],
         &dir.join("skiff.log"),
     );
-    let result = traffic(&ns);
+    let result = traffic(&ns, family.lo(), n);
     drop(ns);
     let logs = format!(
         "--- skiff\n{}\n--- udp2raw (tail)\n{}",
@@ -415,7 +442,48 @@ fn skiff_and_real_udp2raw_both_ways() {
             ("udp", "xor", "hmac_sha1"),
             ("icmp", "aes128cfb", "crc32"),
         ] {
-            match run(&bin, skiff_is_client, raw, cipher, auth) {
+            match run(
+                &bin,
+                skiff_is_client,
+                Family::V4,
+                (raw, cipher, auth),
+                DATAGRAMS,
+            ) {
+                Ok(l) => eprintln!("ok   {l}"),
+                Err(e) => {
+                    eprintln!("FAIL {e}");
+                    failures.push(e);
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} cases failed", failures.len());
+}
+
+/// The same over IPv6 (`::1` in the namespace): Skiff's outbound `address` "::1" and
+/// inbound `listen` "::1" (target "[::1]:7000") against `udp2raw -s -l [::1]:4096` and
+/// `udp2raw -c -r [::1]:4096`, 2 000 datagrams each way; `ip6tables` needed for both ends'
+/// rules.
+#[test]
+fn skiff_and_real_udp2raw_both_ways_over_ipv6() {
+    let Some(bin) = binary() else {
+        return skip("no udp2raw binary (UDP2RAW_BIN or ../shared/peers/bin/udp2raw)");
+    };
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return skip("not root (raw sockets, network namespaces)");
+    }
+    if !have("ip") || !have("ip6tables") {
+        return skip("no `ip` or `ip6tables`");
+    }
+    let mut failures = Vec::new();
+    for skiff_is_client in [true, false] {
+        for mode in [
+            ("faketcp", "aes128cbc", "md5"),
+            ("udp", "xor", "simple"),
+            ("icmp", "aes128cbc", "md5"),
+        ] {
+            match run(&bin, skiff_is_client, Family::V6, mode, 2000) {
                 Ok(l) => eprintln!("ok   {l}"),
                 Err(e) => {
                     eprintln!("FAIL {e}");
