@@ -6,6 +6,7 @@
 //! raw mode every cipher mode once with `--fix-gro`. `UDP2RAW_CASES` (a substring of `dir-raw-cipher-auth`) narrows the cases,
 //! `UDP2RAW_DATAGRAMS` sets the count (default 10 000 for the first case of each raw mode,
 //! 500 for the rest). Outside CI a missing binary or root skips; under `CI=true` it fails.
+//! IPv6 tunnels run in `tunnel_real_v6.rs`.
 
 mod common;
 

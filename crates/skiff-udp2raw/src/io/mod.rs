@@ -1,7 +1,8 @@
 //! The I/O side: a udp2raw client and server over Linux raw sockets, each a single-threaded
 //! `poll` loop. The wire codec stays in the sans-IO modules; this holds the sockets, clocks,
 //! the handshake and connection state machine, heartbeats, the conversation tables and the
-//! firewall rules ([`rules`]).
+//! firewall rules ([`rules`]). A tunnel runs over IPv4 or IPv6, the family of its server's
+//! address ([`tunnel_family`]), as udp2raw's `-l`/`-r` decide it.
 //!
 //! Timers are udp2raw's: a handshake step is resent every second and abandoned after five;
 //! heartbeats go every 600 ms; a client with no heartbeat for 10 s starts over (new id, new
