@@ -59,7 +59,8 @@ fn server_addr(address: &str, port: u16) -> io::Result<SocketAddr> {
             format!("udp2raw server `{address}` is not an IPv4 or IPv6 address"),
         )
     })?;
-    Ok(SocketAddr::new(ip, port))
+    // An IPv4-mapped address (`::ffff:a.b.c.d`) is the IPv4 server it stands for.
+    Ok(SocketAddr::new(ip.to_canonical(), port))
 }
 
 /// The inbound's plan, kept until its listener is bound.
@@ -77,8 +78,9 @@ pub async fn serve(
     server: Arc<Udp2rawServer>,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    // An IPv4-mapped address (`::ffff:a.b.c.d`) is the IPv4 tunnel it stands for.
     let listen = match socket.local_addr() {
-        Ok(a) => a,
+        Ok(a) => SocketAddr::new(a.ip().to_canonical(), a.port()),
         Err(e) => {
             warn!(inbound = %tag, error = %e, "udp2raw: no listen address");
             return;
@@ -308,6 +310,10 @@ mod tests {
             "[fd00::1]:4096".parse().unwrap()
         );
         assert_eq!(server_addr("[::1]", 7).unwrap(), "[::1]:7".parse().unwrap());
+        assert_eq!(
+            server_addr("::ffff:10.0.0.1", 9).unwrap(),
+            "10.0.0.1:9".parse().unwrap()
+        );
         let e = server_addr("example.com", 1).unwrap_err().to_string();
         assert!(e.contains("IPv4 or IPv6"), "{e}");
     }
