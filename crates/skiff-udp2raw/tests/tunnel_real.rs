@@ -10,10 +10,7 @@
 
 mod common;
 
-use std::net::{SocketAddr, UdpSocket};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::net::SocketAddr;
 
 use common::*;
 use skiff_udp2raw::headers::RawMode;
@@ -113,42 +110,14 @@ fn run_case(bin: &std::path::Path, case: &Case) -> Result<String, String> {
             io::server::run(&cfg, &h2)
         }
     });
-    let stop = Arc::new(AtomicBool::new(false));
-    let (stop2, name) = (stop.clone(), ns.name.clone());
-    let echo_thread = std::thread::spawn(move || {
-        Netns::enter(&name);
-        let s = UdpSocket::bind(target).unwrap();
-        echo(s, stop2, Duration::from_secs(120))
-    });
-    let n = case.n;
-    let name = ns.name.clone();
-    let app = std::thread::spawn(move || {
-        Netns::enter(&name);
-        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
-        // Wait (bounded) for the tunnel: probe until one datagram comes back.
-        let mut up = false;
-        for _ in 0..100 {
-            let _ = s.send_to(&datagram(PROBE), client_udp);
-            s.set_read_timeout(Some(Duration::from_millis(200)))
-                .unwrap();
-            let mut b = [0u8; 2048];
-            if s.recv_from(&mut b).is_ok() {
-                up = true;
-                break;
-            }
-        }
-        if !up {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(300));
-        let mut b = [0u8; 2048];
-        s.set_read_timeout(Some(Duration::from_millis(10))).unwrap();
-        while s.recv_from(&mut b).is_ok() {}
-        Some(send_and_count(&s, client_udp, n, Duration::from_secs(90)))
-    });
-    let back = app.join().expect("app thread");
-    stop.store(true, Ordering::SeqCst);
-    let there = echo_thread.join().expect("echo thread");
+    let (there, back) = exchange_through(
+        &ns.name,
+        "127.0.0.1:0",
+        client_udp,
+        &ns.name,
+        target,
+        case.n,
+    );
     handle.stop();
     let res = tunnel.join().expect("tunnel thread");
     drop(ns);
@@ -164,33 +133,7 @@ fn run_case(bin: &std::path::Path, case: &Case) -> Result<String, String> {
             tail(&logtext)
         ));
     };
-    let there_recv = there.received;
-    let line = format!(
-        "{label}: there {}/{} (corrupt {}, dup {}, reordered {}), back {}/{} (corrupt {}, dup {}, reordered {}), lost {}",
-        there_recv,
-        back.sent,
-        there.corrupted,
-        there.duplicated,
-        there.reordered,
-        back.received,
-        back.sent,
-        back.corrupted,
-        back.duplicated,
-        back.reordered,
-        back.lost()
-    );
-    if there.corrupted > 0 || back.corrupted > 0 {
-        return Err(format!("{line}: corrupted datagrams"));
-    }
-    if back.received < back.sent / 2 {
-        return Err(format!("{line}: most datagrams lost\n{}", tail(&logtext)));
-    }
-    Ok(line)
-}
-
-fn tail(s: &str) -> String {
-    let lines: Vec<&str> = s.lines().collect();
-    lines[lines.len().saturating_sub(30)..].join("\n")
+    verdict(&label, &there, &back, &logtext)
 }
 
 #[test]

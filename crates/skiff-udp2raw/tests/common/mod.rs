@@ -6,6 +6,8 @@ use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 pub fn workspace_root() -> PathBuf {
@@ -280,4 +282,88 @@ pub fn send_and_count(sock: &UdpSocket, to: SocketAddr, n: u32, limit: Duration)
     }
     t.sent = next;
     t
+}
+
+/// The applications on either side of a tunnel under test: an echo on `target` inside the
+/// namespace `echo_ns`, and, inside `app_ns`, a sender bound to `app_bind` that waits (bounded)
+/// for the tunnel entry `entry` to answer a probe, then sends `n` numbered datagrams through it
+/// and counts what comes back. `stop_tunnel` runs once the sender is done, before the echo is
+/// told to stop. Returns what reached the echo, and what came back (None: the tunnel never
+/// came up).
+pub fn exchange_through(
+    app_ns: &str,
+    app_bind: &'static str,
+    entry: SocketAddr,
+    echo_ns: &str,
+    target: SocketAddr,
+    n: u32,
+) -> (Tally, Option<Tally>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (stop2, name) = (stop.clone(), echo_ns.to_string());
+    let echo_thread = std::thread::spawn(move || {
+        Netns::enter(&name);
+        let s = UdpSocket::bind(target).unwrap();
+        echo(s, stop2, Duration::from_secs(120))
+    });
+    let name = app_ns.to_string();
+    let app = std::thread::spawn(move || {
+        Netns::enter(&name);
+        let s = UdpSocket::bind(app_bind).unwrap();
+        // Wait (bounded) for the tunnel: probe until one datagram comes back.
+        let mut up = false;
+        for _ in 0..100 {
+            let _ = s.send_to(&datagram(PROBE), entry);
+            s.set_read_timeout(Some(Duration::from_millis(200)))
+                .unwrap();
+            let mut b = [0u8; 2048];
+            if s.recv_from(&mut b).is_ok() {
+                up = true;
+                break;
+            }
+        }
+        if !up {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let mut b = [0u8; 2048];
+        s.set_read_timeout(Some(Duration::from_millis(10))).unwrap();
+        while s.recv_from(&mut b).is_ok() {}
+        Some(send_and_count(&s, entry, n, Duration::from_secs(90)))
+    });
+    let back = app.join().expect("app thread");
+    stop.store(true, Ordering::SeqCst);
+    let there = echo_thread.join().expect("echo thread");
+    (there, back)
+}
+
+/// One case's line from what reached the echo and what came back, or why it failed: any
+/// corrupted datagram, or most of them lost (`log` is the real binary's, for the message).
+pub fn verdict(label: &str, there: &Tally, back: &Tally, log: &str) -> Result<String, String> {
+    let line = format!(
+        "{label}: there {}/{} (corrupt {}, dup {}, reordered {}), back {}/{} (corrupt {}, dup {}, reordered {}), lost {}",
+        there.received,
+        back.sent,
+        there.corrupted,
+        there.duplicated,
+        there.reordered,
+        back.received,
+        back.sent,
+        back.corrupted,
+        back.duplicated,
+        back.reordered,
+        back.lost()
+    );
+    if there.corrupted > 0 || back.corrupted > 0 {
+        return Err(format!("{line}: corrupted datagrams"));
+    }
+    if back.received < back.sent / 2 {
+        return Err(format!("{line}: most datagrams lost\n{}", tail(log)));
+    }
+    Ok(line)
+}
+
+/// The last 30 lines of a log.
+pub fn tail(s: &str) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
 }
