@@ -220,24 +220,5 @@ fn tunnel_against_real_udp2raw() {
             }
         }
     }
-    assert!(
-        !cases.is_empty(),
-        "UDP2RAW_CASES={filter:?} selects no case"
-    );
-    let mut failures = Vec::new();
-    for case in &cases {
-        match run_case(&bin, case) {
-            Ok(line) => eprintln!("ok   {line}"),
-            Err(e) => {
-                eprintln!("FAIL {e}");
-                failures.push(e);
-            }
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {} cases failed",
-        failures.len(),
-        cases.len()
-    );
+    run_all(&cases, &filter, |case| run_case(&bin, case));
 }

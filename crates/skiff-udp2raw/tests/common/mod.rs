@@ -367,3 +367,28 @@ pub fn tail(s: &str) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(30)..].join("\n")
 }
+
+/// Runs every case with `run` (each gives its line or why it failed), printing each, and
+/// fails with the count if any did; `filter` is `UDP2RAW_CASES`, which must select one at least.
+pub fn run_all<C>(cases: &[C], filter: &str, run: impl Fn(&C) -> Result<String, String>) {
+    assert!(
+        !cases.is_empty(),
+        "UDP2RAW_CASES={filter:?} selects no case"
+    );
+    let mut failures = Vec::new();
+    for case in cases {
+        match run(case) {
+            Ok(line) => eprintln!("ok   {line}"),
+            Err(e) => {
+                eprintln!("FAIL {e}");
+                failures.push(e);
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed",
+        failures.len(),
+        cases.len()
+    );
+}
