@@ -136,9 +136,17 @@ fn stream_settings(transport: &str, dir: &Path, server: bool) -> String {
     }
 }
 
+/// Once A has the whole download it half-closes, and D half-closes only once it has the whole
+/// upload: between the two, each relay (v2ray's and Skiff's alike) gives the other direction
+/// `downlinkOnly` / `uplinkOnly` (5 s / 2 s by default) before tearing the tunnel down, which
+/// drops what it still holds. A loaded machine can need longer, so both ends get 10 s (the
+/// cases that end on a timer rather than on both FINs take that long).
+const SLOW_MACHINE_POLICY: &str =
+    r#""policy": { "levels": { "0": { "uplinkOnly": 10, "downlinkOnly": 10 } } }"#;
+
 fn client_config(listen: u16, d: u16, c: u16, transport: &str, dir: &Path) -> String {
     format!(
-        r#"{{ "log": {{ "loglevel": "warning" }},
+        r#"{{ "log": {{ "loglevel": "warning" }}, {SLOW_MACHINE_POLICY},
   "inbounds": [{{ "listen": "127.0.0.1", "port": {listen}, "protocol": "dokodemo-door",
                  "settings": {{ "address": "127.0.0.1", "port": {d}, "network": "tcp" }} }}],
   "outbounds": [{{ "protocol": "vless",
@@ -151,7 +159,7 @@ fn client_config(listen: u16, d: u16, c: u16, transport: &str, dir: &Path) -> St
 
 fn server_config(listen: u16, transport: &str, dir: &Path) -> String {
     format!(
-        r#"{{ "log": {{ "loglevel": "warning" }},
+        r#"{{ "log": {{ "loglevel": "warning" }}, {SLOW_MACHINE_POLICY},
   "inbounds": [{{ "listen": "127.0.0.1", "port": {listen}, "protocol": "vless",
                  "settings": {{ "clients": [{{ "id": "{UUID}" }}], "decryption": "none" }},
                  "streamSettings": {{ {} }} }}],
