@@ -261,13 +261,11 @@ fn serve(mut stream: TcpStream, tls: Option<Arc<ServerConfig>>) -> io::Result<()
         }
         Mode::Both => {
             let mut writer = stream.try_clone()?;
-            let out = std::thread::spawn(move || {
-                let r = pump_out(&mut writer, bytes, None);
-                let _ = writer.shutdown(Shutdown::Write);
-                r
-            });
+            let out = std::thread::spawn(move || pump_out(&mut writer, bytes, None));
             pump_in(&mut stream, bytes)?;
             let _ = out.join();
+            // The FIN only once both directions are done (see `fin_after_both`).
+            let _ = stream.shutdown(Shutdown::Write);
         }
         Mode::Hold => {
             stream.set_read_timeout(None)?;
@@ -441,19 +439,33 @@ fn one_connection(
         Mode::Download => download(&mut s, bytes, until),
         Mode::Both => {
             let mut writer = s.try_clone()?;
+            let fin_early = !fin_after_both(bytes);
             let out = std::thread::spawn(move || {
                 let r = pump_out(&mut writer, bytes, until);
-                let _ = writer.shutdown(Shutdown::Write);
+                if fin_early {
+                    let _ = writer.shutdown(Shutdown::Write);
+                }
                 r
             });
             let got = pump_in(&mut s, bytes)?;
             let sent = out
                 .join()
                 .map_err(|_| io::Error::other("writer panicked"))??;
+            let _ = s.shutdown(Shutdown::Write);
             Ok(got + sent)
         }
         Mode::Hold | Mode::Ping | Mode::Exchange => Err(io::Error::other("not a transfer mode")),
     }
+}
+
+/// Whether a `both` transfer of `bytes` each way sends its FIN only once it has also received
+/// everything. With a known count it does: Xray's and sing-box's relays end the whole
+/// connection when one direction ends, so a FIN sent as soon as one side had written its
+/// share reset the other direction still under way ("connection reset by peer" on their
+/// rows, never on Skiff's). A run bounded by time (`u64::MAX`) needs each FIN to say where
+/// its direction ends.
+fn fin_after_both(bytes: u64) -> bool {
+    bytes != u64::MAX
 }
 
 /// One source connection with its payload inside TLS 1.3 (upload or download).
@@ -692,6 +704,52 @@ mod tests {
         assert!(t.bytes > 0 && t.seconds >= 0.2);
         assert_eq!(latency(s.addr, 5, None).unwrap().len(), 5);
         assert_eq!(hold(s.addr, 3, None).unwrap().len(), 3);
+    }
+
+    /// A relay as Xray's and sing-box's are in this respect: when either side ends its
+    /// direction it closes the whole connection. Its way back (sink to source) is slowed, so
+    /// the source has written all of its share well before it has read the sink's.
+    fn closing_relay(to: SocketAddr) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let Ok((a, _)) = listener.accept() else {
+                return;
+            };
+            let d = TcpStream::connect(to).unwrap();
+            let (mut a_in, mut d_out) = (a.try_clone().unwrap(), d.try_clone().unwrap());
+            let (a2, d2) = (a.try_clone().unwrap(), d.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut a_in, &mut d_out);
+                let _ = a2.shutdown(Shutdown::Both);
+                let _ = d2.shutdown(Shutdown::Both);
+            });
+            let (mut d_in, mut a_out) = (d, a);
+            let mut buf = vec![0u8; 64 << 10];
+            // Bounded: at most the transfer's 4 MiB in 64 KiB steps, 2 ms apart.
+            for _ in 0..256 {
+                match d_in.read(&mut buf) {
+                    Ok(n) if n > 0 && a_out.write_all(&buf[..n]).is_ok() => {
+                        std::thread::sleep(Duration::from_millis(2))
+                    }
+                    _ => break,
+                }
+            }
+            let _ = a_out.shutdown(Shutdown::Both);
+            let _ = d_in.shutdown(Shutdown::Both);
+        });
+        addr
+    }
+
+    /// `both` through a relay that closes everything at the first FIN: each side holds its
+    /// FIN until it has the other's share, so nothing is cut (it was: the source's early FIN
+    /// reset the download still under way).
+    #[test]
+    fn both_ways_survive_a_relay_that_closes_at_the_first_fin() {
+        let s = sink();
+        let relay = closing_relay(s.addr);
+        let t = transfer(relay, Mode::Both, Amount::Bytes(4 << 20), 1, None, None).unwrap();
+        assert_eq!(t.bytes, 8 << 20);
     }
 
     #[test]
