@@ -265,6 +265,10 @@ pub struct StreamPlan {
     /// None: the system's default, and Reno for loopback peers (see skiff_core::tcp_tuning).
     /// The other socket options are not modelled yet.
     pub tcp_congestion: Option<String>,
+    /// `udp2rawSettings` (Skiff's own key; Xray has no such setting): the transport's UDP
+    /// goes through an in-process udp2raw tunnel (fake TCP, UDP or ICMP) to the server. For
+    /// the `kcp` and `kcptun` networks and the udpspeeder protocol only.
+    pub udp2raw: Option<crate::plan_udp2raw::Udp2rawTuning>,
     /// Which keys the config wrote, where a default and an absent key look alike in the
     /// values above.
     pub written: StreamWritten,
@@ -285,6 +289,16 @@ pub struct StreamWritten {
 }
 
 impl StreamPlan {
+    /// Nothing but `udp2rawSettings` (or nothing at all): what a protocol bringing its own UDP
+    /// transport (udpspeeder) takes.
+    pub fn only_udp2raw(&self) -> bool {
+        self.network == StreamNetwork::Tcp
+            && self.security == StreamSecurity::None
+            && self.tcp_congestion.is_none()
+            && !self.written.transport_settings
+            && !self.written.raw_header
+    }
+
     /// Raw TCP under TLS or REALITY (a TLS 1.3 session too), nothing else: what XTLS Vision
     /// runs on.
     pub fn is_raw_tls(&self) -> bool {

@@ -5,8 +5,9 @@
 pub use skiff_udp2raw::headers::RawMode;
 pub use skiff_udp2raw::{AuthMode, CipherMode};
 
-/// udp2raw's flags under Xray-style camelCase keys; both sides share them.
-#[derive(Clone)]
+/// udp2raw's flags under Xray-style camelCase keys; both sides share them, and so does
+/// `streamSettings.udp2rawSettings` (the layer under a UDP transport).
+#[derive(Clone, PartialEq, Eq)]
 pub struct Udp2rawTuning {
     /// `key` (udp2raw's `-k`: its first whitespace-delimited word).
     pub key: Vec<u8>,

@@ -436,6 +436,9 @@ fn stream(plan: &StreamPlan) -> Vec<String> {
             if k.tuning.compress { ", snappy" } else { "" }
         ));
     }
+    if let Some(t) = &plan.udp2raw {
+        notes.push(format!("over udp2raw ({})", udp2raw_tuning(t)));
+    }
     if let StreamNetwork::Ws(ws) = &plan.network {
         let mut s = format!("over WebSocket path {}", ws.path);
         if let Some(host) = &ws.host {

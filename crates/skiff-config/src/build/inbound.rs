@@ -99,11 +99,19 @@ fn build_inbound(item: &Item<RawInbound>, diags: &mut Vec<Diagnostic>) -> Option
         ));
     }
     if let Some(InboundProtocol::Udpspeeder(_)) = &protocol
-        && stream != StreamPlan::default()
+        && !stream.only_udp2raw()
     {
         diags.push(loc.key("streamSettings").error(
-            "udpspeeder brings its own transport (FEC over UDP): streamSettings do not apply",
+            "udpspeeder brings its own transport (FEC over UDP): streamSettings do not apply, except udp2rawSettings",
         ));
+    }
+    if stream.udp2raw.is_some() {
+        stream::check_udp2raw_layer(
+            &stream,
+            matches!(protocol, Some(InboundProtocol::Udpspeeder(_))),
+            &loc.key("streamSettings"),
+            diags,
+        );
     }
     if let Some(InboundProtocol::Udp2raw(_)) = &protocol
         && stream != StreamPlan::default()

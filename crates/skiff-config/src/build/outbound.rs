@@ -80,9 +80,9 @@ fn build_outbound(
         ));
     }
     if let Some(OutboundProtocol::Udpspeeder(_)) = &protocol {
-        if stream != StreamPlan::default() {
+        if !stream.only_udp2raw() {
             diags.push(loc.key("streamSettings").error(
-                "udpspeeder brings its own transport (FEC over UDP): streamSettings do not apply",
+                "udpspeeder brings its own transport (FEC over UDP): streamSettings do not apply, except udp2rawSettings",
             ));
         }
         if via.is_some() {
@@ -112,6 +112,19 @@ fn build_outbound(
         if via.is_some() {
             diags.push(loc.key("proxySettings").error(
                 "kcptun speaks UDP to its server: it cannot be chained through another outbound",
+            ));
+        }
+    }
+    if stream.udp2raw.is_some() {
+        super::stream::check_udp2raw_layer(
+            &stream,
+            matches!(protocol, Some(OutboundProtocol::Udpspeeder(_))),
+            &loc.key("streamSettings"),
+            diags,
+        );
+        if via.is_some() {
+            diags.push(loc.key("proxySettings").error(
+                "udp2rawSettings sends raw packets to the server: it cannot be chained through another outbound",
             ));
         }
     }

@@ -27,7 +27,7 @@ mod fallbacks;
 pub(super) mod kcptun;
 mod shadowsocks;
 mod trojan;
-mod udp2raw;
+pub(super) mod udp2raw;
 mod udpspeeder;
 mod vless;
 mod vmess;

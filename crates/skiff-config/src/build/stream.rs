@@ -139,6 +139,24 @@ pub fn build_stream(
             StreamNetwork::Tcp
         }
     };
+    let udp2raw = raw
+        .udp2raw_settings
+        .as_ref()
+        .filter(|v| !v.is_null())
+        .and_then(|value| {
+            let uloc = loc.key("udp2rawSettings");
+            let tuning = super::protocols::udp2raw::layer(value, &uloc, diags);
+            match (&network, raw.network.as_deref()) {
+                (StreamNetwork::Mkcp(_) | StreamNetwork::Kcptun(_), _) => {}
+                // No `network`: the protocol decides (udpspeeder takes it; see inbound/outbound).
+                (StreamNetwork::Tcp, None) => {}
+                (_, n) => diags.push(uloc.error(format!(
+                    "udp2rawSettings goes under the \"kcp\" and \"kcptun\" networks (or a udpspeeder inbound/outbound), not network `{}`",
+                    n.unwrap_or("tcp")
+                ))),
+            }
+            tuning
+        });
     let tls_given = raw
         .tls_settings
         .as_ref()
@@ -216,11 +234,27 @@ pub fn build_stream(
         network,
         security,
         tcp_congestion,
+        udp2raw,
         written: StreamWritten {
             stream_settings: true,
             transport_settings,
             raw_header: raw_settings.is_some_and(|s| s.header.is_some()),
         },
+    }
+}
+
+/// `udp2rawSettings` where no `network` was named: only a udpspeeder inbound/outbound takes
+/// it there (the kcp/kcptun networks were accepted, other networks refused, when parsed).
+pub(super) fn check_udp2raw_layer(
+    stream: &StreamPlan,
+    udpspeeder: bool,
+    loc: &Loc,
+    diags: &mut Vec<Diagnostic>,
+) {
+    if stream.network == StreamNetwork::Tcp && !udpspeeder {
+        diags.push(loc.key("udp2rawSettings").error(
+            "udp2rawSettings goes under the \"kcp\" and \"kcptun\" networks (or a udpspeeder inbound/outbound): set `network`",
+        ));
     }
 }
 

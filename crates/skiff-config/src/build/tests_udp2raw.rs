@@ -172,3 +172,163 @@ fn errors_name_their_path() {
         "port",
     );
 }
+
+/// `streamSettings.udp2rawSettings`: the udp2raw layer under a UDP transport.
+mod layer {
+    use super::*;
+
+    fn vless_out(stream: &str) -> String {
+        format!(
+            r#"{{"outbounds": [{{"protocol": "vless", "settings": {{"address": "10.0.0.1", "port": 1,
+                "id": "27848739-7e62-4138-9fd3-098a63964b6b", "encryption": "none"}}, "streamSettings": {stream}}}]}}"#
+        )
+    }
+
+    fn vless_in(stream: &str) -> String {
+        format!(
+            r#"{{"inbounds": [{{"port": 4096, "protocol": "vless", "settings": {{"clients":
+                [{{"id": "27848739-7e62-4138-9fd3-098a63964b6b"}}], "decryption": "none"}},
+                "streamSettings": {stream}}}]}}"#
+        )
+    }
+
+    #[test]
+    fn same_keys_and_defaults_as_the_protocol() {
+        for network in ["kcp", "mkcp", "kcptun"] {
+            let (plan, _) = load(&vless_out(&format!(
+                r#"{{"network": "{network}", "udp2rawSettings": {{}}}}"#
+            )))
+            .unwrap();
+            let t = plan.outbounds[0].stream.udp2raw.as_ref().expect(network);
+            assert_eq!(t.key, b"secret key");
+            assert_eq!(
+                (
+                    t.raw_mode,
+                    t.cipher,
+                    t.auth,
+                    t.seq_mode,
+                    t.fix_gro,
+                    t.auto_rule
+                ),
+                (
+                    RawMode::FakeTcp,
+                    CipherMode::Aes128Cbc,
+                    AuthMode::Md5,
+                    3,
+                    false,
+                    false
+                )
+            );
+        }
+        let (plan, _) = load(&vless_in(
+            r#"{"network": "kcptun", "udp2rawSettings": {"key": "k1", "rawMode": "icmp",
+                "cipherMode": "xor", "authMode": "crc32", "seqMode": 1, "fixGro": true,
+                "autoRule": true}}"#,
+        ))
+        .unwrap();
+        let t = plan.inbounds[0].stream.udp2raw.as_ref().unwrap();
+        assert_eq!(t.key, b"k1");
+        assert_eq!(
+            (
+                t.raw_mode,
+                t.cipher,
+                t.auth,
+                t.seq_mode,
+                t.fix_gro,
+                t.auto_rule
+            ),
+            (
+                RawMode::Icmp,
+                CipherMode::Xor,
+                AuthMode::Crc32,
+                1,
+                true,
+                true
+            )
+        );
+        let (plan, _) = load(&vless_out(r#"{"network": "kcp"}"#)).unwrap();
+        assert!(plan.outbounds[0].stream.udp2raw.is_none());
+    }
+
+    #[test]
+    fn udpspeeder_takes_it_alone() {
+        let (plan, _) = load(
+            r#"{"inbounds": [{"port": 1, "protocol": "udpspeeder", "settings": {"target": "127.0.0.1:2"},
+                "streamSettings": {"udp2rawSettings": {"rawMode": "udp"}}}],
+                "outbounds": [{"tag": "u", "protocol": "udpspeeder", "settings": {"address": "a", "port": 1},
+                "streamSettings": {"udp2rawSettings": {"key": "x"}}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            plan.inbounds[0].stream.udp2raw.as_ref().unwrap().raw_mode,
+            RawMode::Udp
+        );
+        assert_eq!(plan.outbounds[0].stream.udp2raw.as_ref().unwrap().key, b"x");
+        has_error(
+            r#"{"outbounds": [{"tag": "u", "protocol": "udpspeeder", "settings": {"address": "a", "port": 1},
+                "streamSettings": {"network": "kcp", "udp2rawSettings": {}}}]}"#,
+            "outbounds[0].streamSettings",
+            "except udp2rawSettings",
+        );
+    }
+
+    #[test]
+    fn bad_uses_name_their_path() {
+        has_error(
+            &vless_out(r#"{"network": "ws", "udp2rawSettings": {}}"#),
+            "outbounds[0].streamSettings.udp2rawSettings",
+            "not network `ws`",
+        );
+        has_error(
+            &vless_in(r#"{"network": "tcp", "udp2rawSettings": {}}"#),
+            "inbounds[0].streamSettings.udp2rawSettings",
+            "not network `tcp`",
+        );
+        has_error(
+            &vless_out(r#"{"udp2rawSettings": {}}"#),
+            "outbounds[0].streamSettings.udp2rawSettings",
+            "set `network`",
+        );
+        has_error(
+            &vless_out(r#"{"network": "kcp", "udp2rawSettings": {"rawMode": "tcp"}}"#),
+            "outbounds[0].streamSettings.udp2rawSettings.rawMode",
+            "faketcp",
+        );
+        has_error(
+            &vless_out(r#"{"network": "kcptun", "udp2rawSettings": {"seqMode": 9}}"#),
+            "outbounds[0].streamSettings.udp2rawSettings.seqMode",
+            "0–4",
+        );
+        has_error(
+            &vless_in(r#"{"network": "kcp", "udp2rawSettings": {"target": "127.0.0.1:1"}}"#),
+            "inbounds[0].streamSettings.udp2rawSettings.target",
+            "outbound's server",
+        );
+        has_error(
+            &vless_out(r#"{"network": "kcp", "udp2rawSettings": {"port": 1}}"#),
+            "outbounds[0].streamSettings.udp2rawSettings.port",
+            "outbound's server",
+        );
+        has_error(
+            &vless_out(r#"{"network": "kcp", "udp2rawSettings": "faketcp"}"#),
+            "outbounds[0].streamSettings.udp2rawSettings",
+            "expected",
+        );
+        has_error(
+            &outbound(r#"{"address": "10.0.0.1", "port": 1}"#).replace(
+                r#""protocol": "udp2raw","#,
+                r#""protocol": "udp2raw", "streamSettings": {"network": "kcp", "udp2rawSettings": {}},"#,
+            ),
+            "outbounds[0].streamSettings",
+            "do not apply",
+        );
+        has_error(
+            r#"{"outbounds": [{"tag": "a", "protocol": "vless", "settings": {"address": "10.0.0.1", "port": 1,
+                "id": "27848739-7e62-4138-9fd3-098a63964b6b"}, "proxySettings": {"tag": "b"},
+                "streamSettings": {"network": "kcp", "udp2rawSettings": {}}},
+                {"tag": "b", "protocol": "freedom"}]}"#,
+            "outbounds[0].proxySettings",
+            "raw packets",
+        );
+    }
+}

@@ -106,6 +106,8 @@ pub struct RawStream {
     pub kcp_settings: Option<Value>,
     /// Decoded only when `network` is "kcptun" (Skiff's own transport name).
     pub kcptun_settings: Option<Value>,
+    /// Skiff's own key (Xray has none): udp2raw under a UDP transport.
+    pub udp2raw_settings: Option<Value>,
     /// Decoded only when `network` is "grpc"/"gun".
     pub grpc_settings: Option<Value>,
     /// Decoded only when `network` is "httpupgrade".

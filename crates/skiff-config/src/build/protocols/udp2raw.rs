@@ -90,6 +90,31 @@ pub fn outbound(
     })
 }
 
+/// `streamSettings.udp2rawSettings` (Skiff's own key): the tuning keys only, with the same
+/// names and defaults. The server is the outbound's address and port (the inbound's listen
+/// and port), so `target`, `address` and `port` are errors here.
+pub fn layer(
+    value: &serde_json::Value,
+    loc: &Loc,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Udp2rawTuning> {
+    let s = crate::decode::decode::<Udp2rawSettings>(value, loc, diags)?;
+    let before = error_count(diags);
+    for (key, given) in [
+        ("target", s.target.is_some()),
+        ("address", s.address.is_some()),
+        ("port", s.port.is_some()),
+    ] {
+        if given {
+            diags.push(loc.key(key).error(format!(
+                "`{key}` is a key of the udp2raw protocol's settings: under a transport, the tunnel's server is the outbound's server (an inbound's listen and port)"
+            )));
+        }
+    }
+    let tuning = tuning(&s, loc, diags);
+    (error_count(diags) == before).then_some(tuning?)
+}
+
 fn named<T>(
     value: Option<&str>,
     default: T,
