@@ -247,6 +247,13 @@ enum Bound {
     Mkcp(UdpSocket, skiff_kcp::mkcp::MkcpConfig),
     Kcptun(UdpSocket, skiff_transport::kcp::TunnelParams),
     Udp(UdpSocket),
+    /// `udp2rawSettings`: a udp2raw server raw on this socket's address (the socket only
+    /// reserves the port), every conversation to the transport's loopback listener.
+    Udp2raw(
+        UdpSocket,
+        skiff_config::plan_udp2raw::Udp2rawTuning,
+        SocketAddr,
+    ),
 }
 
 /// Binds every listener of `inbound` (each port of each range, each network it serves),
@@ -277,6 +284,30 @@ pub(crate) fn start_inbound(
     };
     let mut bound = Vec::new();
     let mut listeners = Vec::new();
+    if plan.stream.udp2raw.is_some() {
+        crate::udp2raw::check_raw_sockets(plan.listen).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("inbound `{}`: udp2rawSettings: {e}", inbound.tag),
+            )
+        })?;
+    }
+    // The socket a UDP transport listens on: `addr` itself, or under udp2rawSettings a
+    // loopback port that a udp2raw server on `addr` forwards to.
+    let transport_udp = |addr: SocketAddr,
+                         listeners: &mut Vec<BoundListener>,
+                         bound: &mut Vec<Bound>|
+     -> io::Result<UdpSocket> {
+        let socket = bind_udp(addr).map_err(|e| name_error(&inbound.tag, "udp", addr, e))?;
+        listeners.push(listener(Network::Udp, socket.local_addr()?));
+        let Some(tuning) = &plan.stream.udp2raw else {
+            return Ok(socket);
+        };
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        let inner = bind_udp(loopback).map_err(|e| name_error(&inbound.tag, "udp", loopback, e))?;
+        bound.push(Bound::Udp2raw(socket, tuning.clone(), inner.local_addr()?));
+        Ok(inner)
+    };
     for range in &plan.ports {
         for port in range.first..=range.last {
             let addr = SocketAddr::new(plan.listen, port);
@@ -287,15 +318,11 @@ pub(crate) fn start_inbound(
                 bound.push(Bound::Tcp(socket));
             }
             if let Some(config) = inbound.layers.mkcp() {
-                let socket =
-                    bind_udp(addr).map_err(|e| name_error(&inbound.tag, "udp", addr, e))?;
-                listeners.push(listener(Network::Udp, socket.local_addr()?));
+                let socket = transport_udp(addr, &mut listeners, &mut bound)?;
                 bound.push(Bound::Mkcp(socket, config.clone()));
             }
             if let Some(params) = inbound.layers.kcptun() {
-                let socket =
-                    bind_udp(addr).map_err(|e| name_error(&inbound.tag, "udp", addr, e))?;
-                listeners.push(listener(Network::Udp, socket.local_addr()?));
+                let socket = transport_udp(addr, &mut listeners, &mut bound)?;
                 bound.push(Bound::Kcptun(socket, params.clone()));
             }
             if inbound.udp_listener {
@@ -305,9 +332,7 @@ pub(crate) fn start_inbound(
                     .filter(|l| inbound.tcp && port == 0 && l.network == Network::Tcp)
                     .map(|l| l.address)
                     .unwrap_or(addr);
-                let socket =
-                    bind_udp(udp_addr).map_err(|e| name_error(&inbound.tag, "udp", udp_addr, e))?;
-                listeners.push(listener(Network::Udp, socket.local_addr()?));
+                let socket = transport_udp(udp_addr, &mut listeners, &mut bound)?;
                 bound.push(Bound::Udp(socket));
             }
         }
@@ -344,6 +369,13 @@ pub(crate) fn start_inbound(
                     params,
                     permits,
                     accepted,
+                    shutdown,
+                )),
+                Bound::Udp2raw(socket, tuning, target) => tokio::spawn(crate::udp2raw::serve_to(
+                    inbound.tag.clone(),
+                    Arc::new(socket),
+                    tuning,
+                    target,
                     shutdown,
                 )),
                 Bound::Udp(socket) => {

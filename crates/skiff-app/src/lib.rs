@@ -24,6 +24,7 @@ mod stream_settings;
 mod tunnel;
 mod udp;
 mod udp2raw;
+mod udp2raw_layer;
 mod udp_stream;
 mod udpspeeder;
 mod users;

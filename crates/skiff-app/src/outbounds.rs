@@ -215,13 +215,28 @@ fn make(
             },
             dialer: server_dialer(plan, &ss.address, via)?,
         }),
-        OutboundProtocol::Udpspeeder(u) => {
-            Arc::new(skiff_proto::udpspeeder::client::UdpspeederClient::new(
+        OutboundProtocol::Udpspeeder(u) => match &plan.stream.udp2raw {
+            None => Arc::new(skiff_proto::udpspeeder::client::UdpspeederClient::new(
                 crate::udpspeeder::config(&u.tuning),
                 u.address.clone(),
                 u.port,
-            ))
-        }
+            )),
+            // udp2rawSettings: speederv2's datagrams to the tunnel's loopback port.
+            Some(tuning) => {
+                let layer = crate::udp2raw_layer::ClientLayer::new(tuning.clone())
+                    .map_err(|e| format!("udp2rawSettings: {e}"))?;
+                let local = layer.local();
+                Arc::new(crate::udp2raw_layer::LayerOutbound {
+                    inner: Arc::new(skiff_proto::udpspeeder::client::UdpspeederClient::new(
+                        crate::udpspeeder::config(&u.tuning),
+                        local.ip().to_string(),
+                        local.port(),
+                    )),
+                    server: Address::from_host(&u.address, u.port),
+                    layer,
+                })
+            }
+        },
         OutboundProtocol::Udp2raw(u) => {
             let client = Arc::new(crate::udp2raw::Udp2rawClient::new(u.clone()));
             client.connect_early();

@@ -160,6 +160,17 @@ fn client_stack<'a>(
             None => direct,
         }
     };
+    // udp2rawSettings: the UDP transport's datagrams through an in-process udp2raw client.
+    let layered = |direct: Arc<dyn Dialer>| -> Result<Arc<dyn Dialer>, String> {
+        Ok(match &plan.udp2raw {
+            None => direct,
+            Some(tuning) => Arc::new(crate::udp2raw_layer::LayerDialer {
+                layer: crate::udp2raw_layer::ClientLayer::new(tuning.clone())
+                    .map_err(|e| format!("udp2rawSettings: {e}"))?,
+                inner: direct,
+            }),
+        })
+    };
     let base = match &plan.network {
         StreamNetwork::Tcp => tcp(),
         StreamNetwork::HttpHeader(h) => {
@@ -201,14 +212,14 @@ fn client_stack<'a>(
         }
         StreamNetwork::Mkcp(k) => udp(
             "mKCP runs over UDP and cannot be chained through proxySettings",
-            Arc::new(MkcpDialer::new(k.clone())),
+            layered(Arc::new(MkcpDialer::new(k.clone())))?,
         ),
         StreamNetwork::Kcptun(k) => udp(
             "kcptun runs over UDP and cannot be chained through proxySettings",
-            Arc::new(KcptunDialer::new(
+            layered(Arc::new(KcptunDialer::new(
                 crate::kcp_params::for_network(&k.tuning),
                 k.conn,
-            )),
+            )))?,
         ),
         StreamNetwork::Xhttp(x) => {
             // XHTTP is not a layer: its dialer opens HTTP connections through TCP (+ TLS).

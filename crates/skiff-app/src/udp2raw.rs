@@ -76,16 +76,8 @@ pub async fn serve(
     tag: Arc<str>,
     socket: Arc<tokio::net::UdpSocket>,
     server: Arc<Udp2rawServer>,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) {
-    // An IPv4-mapped address (`::ffff:a.b.c.d`) is the IPv4 tunnel it stands for.
-    let listen = match socket.local_addr() {
-        Ok(a) => SocketAddr::new(a.ip().to_canonical(), a.port()),
-        Err(e) => {
-            warn!(inbound = %tag, error = %e, "udp2raw: no listen address");
-            return;
-        }
-    };
     let target = match tokio::net::lookup_host((
         server.plan.target_host.as_str(),
         server.plan.target_port,
@@ -100,7 +92,27 @@ pub async fn serve(
             return;
         }
     };
-    let tuning = server.plan.tuning.clone();
+    serve_to(tag, socket, server.plan.tuning.clone(), target, shutdown).await
+}
+
+/// The server on `socket`'s address, every conversation to `target`, until `shutdown`: the
+/// `udp2raw` inbound's, and the one under an inbound's transport (`udp2rawSettings`, its
+/// target the transport's loopback listener).
+pub async fn serve_to(
+    tag: Arc<str>,
+    socket: Arc<tokio::net::UdpSocket>,
+    tuning: Udp2rawTuning,
+    target: SocketAddr,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    // An IPv4-mapped address (`::ffff:a.b.c.d`) is the IPv4 tunnel it stands for.
+    let listen = match socket.local_addr() {
+        Ok(a) => SocketAddr::new(a.ip().to_canonical(), a.port()),
+        Err(e) => {
+            warn!(inbound = %tag, error = %e, "udp2raw: no listen address");
+            return;
+        }
+    };
     let cfg = config(&tuning, listen, target);
     let handle = Handle::default();
     let h2 = handle.clone();
@@ -139,6 +151,78 @@ pub async fn serve(
     drop(socket);
 }
 
+/// Fails, with a plain message, when this process may not open raw sockets (root or
+/// CAP_NET_RAW) for a tunnel whose server address is `server`.
+pub fn check_raw_sockets(server: IpAddr) -> io::Result<()> {
+    drop(u2r::RawSocket::open(Family::of(server.to_canonical()))?);
+    Ok(())
+}
+
+/// A running client tunnel: UDP in on a loopback socket, raw packets to `server`. Dropping
+/// it stops the thread and waits for it (one poll interval), so that its firewall rules are
+/// gone before the process exits.
+pub struct ClientTunnel {
+    server: SocketAddr,
+    handle: Handle,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Drop for ClientTunnel {
+    fn drop(&mut self) {
+        self.handle.stop();
+        if let Some(t) = self.thread.lock().ok().and_then(|mut t| t.take()) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl ClientTunnel {
+    /// Installs the rules (`autoRule`), checks the raw sockets, then runs the client on `udp`
+    /// (already bound) on a thread of its own.
+    pub async fn start(
+        tuning: &Udp2rawTuning,
+        server: SocketAddr,
+        udp: StdUdpSocket,
+    ) -> io::Result<ClientTunnel> {
+        let server = SocketAddr::new(server.ip().to_canonical(), server.port());
+        let cfg = config(tuning, udp.local_addr()?, server);
+        let handle = Handle::default();
+        let h2 = handle.clone();
+        // Rules first, so that a missing privilege fails the start, not a thread.
+        let rules = if tuning.auto_rule {
+            let raw_mode = tuning.raw_mode;
+            Some(
+                tokio::task::spawn_blocking(move || {
+                    Rules::install(
+                        raw_mode,
+                        Flow::Client { server },
+                        Path::new(DEFAULT_STATE_DIR),
+                    )
+                })
+                .await
+                .map_err(io::Error::other)??,
+            )
+        } else {
+            None
+        };
+        // Fails here, plainly, without root or CAP_NET_RAW.
+        check_raw_sockets(server.ip())?;
+        let thread = std::thread::Builder::new()
+            .name("udp2raw-client".into())
+            .spawn(move || {
+                let _rules = rules;
+                if let Err(e) = u2r::client::run_on(&cfg, &h2, udp) {
+                    warn!(error = %e, "udp2raw client stopped");
+                }
+            })?;
+        Ok(ClientTunnel {
+            server,
+            handle,
+            thread: std::sync::Mutex::new(Some(thread)),
+        })
+    }
+}
+
 /// The outbound: a client tunnel started on first use.
 pub struct Udp2rawClient {
     plan: Udp2rawOutbound,
@@ -148,19 +232,7 @@ pub struct Udp2rawClient {
 struct Running {
     local: SocketAddr,
     server: Address,
-    handle: Handle,
-    thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
-}
-
-impl Drop for Running {
-    /// Stops the client and waits for its thread (one poll interval), so that its firewall
-    /// rules are gone before the process exits.
-    fn drop(&mut self) {
-        self.handle.stop();
-        if let Some(t) = self.thread.lock().ok().and_then(|mut t| t.take()) {
-            let _ = t.join();
-        }
-    }
+    _tunnel: ClientTunnel,
 }
 
 impl Udp2rawClient {
@@ -193,42 +265,11 @@ impl Udp2rawClient {
                 let server = server_addr(&self.plan.address, self.plan.port)?;
                 let udp = StdUdpSocket::bind(("127.0.0.1", 0))?;
                 let local = udp.local_addr()?;
-                let tuning = self.plan.tuning.clone();
-                let cfg = config(&tuning, local, server);
-                let handle = Handle::default();
-                let h2 = handle.clone();
-                // Rules first, so that a missing privilege fails the bind, not a thread.
-                let rules = if tuning.auto_rule {
-                    let raw_mode = tuning.raw_mode;
-                    Some(
-                        tokio::task::spawn_blocking(move || {
-                            Rules::install(
-                                raw_mode,
-                                Flow::Client { server },
-                                Path::new(DEFAULT_STATE_DIR),
-                            )
-                        })
-                        .await
-                        .map_err(io::Error::other)??,
-                    )
-                } else {
-                    None
-                };
-                // Fails here, plainly, without root or CAP_NET_RAW.
-                drop(u2r::RawSocket::open(Family::of(server.ip()))?);
-                let thread = std::thread::Builder::new()
-                    .name("udp2raw-client".into())
-                    .spawn(move || {
-                        let _rules = rules;
-                        if let Err(e) = u2r::client::run_on(&cfg, &h2, udp) {
-                            warn!(error = %e, "udp2raw client stopped");
-                        }
-                    })?;
+                let tunnel = ClientTunnel::start(&self.plan.tuning, server, udp).await?;
                 Ok(Arc::new(Running {
                     local,
-                    server: Address::Ip(server),
-                    handle,
-                    thread: std::sync::Mutex::new(Some(thread)),
+                    server: Address::Ip(tunnel.server),
+                    _tunnel: tunnel,
                 }))
             })
             .await
