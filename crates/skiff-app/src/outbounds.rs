@@ -244,15 +244,24 @@ fn make(
         }
         OutboundProtocol::Kcptun(k) => {
             let server = Address::from_host(&k.address, k.port);
-            Arc::new(KcptunOutbound {
-                client: KcpClient::new(
-                    crate::kcp_params::from_plan(&k.tuning),
-                    server.clone(),
-                    k.conn,
-                ),
-                server,
+            let outbound = |to: Address| KcptunOutbound {
+                client: KcpClient::new(crate::kcp_params::from_plan(&k.tuning), to, k.conn),
+                server: server.clone(),
                 told: Default::default(),
-            })
+            };
+            match &plan.stream.udp2raw {
+                None => Arc::new(outbound(server.clone())),
+                // udp2rawSettings: the KCP datagrams to the tunnel's loopback port.
+                Some(tuning) => {
+                    let layer = crate::udp2raw_layer::ClientLayer::new(tuning.clone())
+                        .map_err(|e| format!("udp2rawSettings: {e}"))?;
+                    Arc::new(crate::udp2raw_layer::LayerOutbound {
+                        inner: Arc::new(outbound(Address::Ip(layer.local()))),
+                        server: server.clone(),
+                        layer,
+                    })
+                }
+            }
         }
         OutboundProtocol::Vmess(v) => {
             let security = match v.security {

@@ -267,7 +267,7 @@ pub struct StreamPlan {
     pub tcp_congestion: Option<String>,
     /// `udp2rawSettings` (Skiff's own key; Xray has no such setting): the transport's UDP
     /// goes through an in-process udp2raw tunnel (fake TCP, UDP or ICMP) to the server. For
-    /// the `kcp` and `kcptun` networks and the udpspeeder protocol only.
+    /// the `kcp` and `kcptun` networks and the udpspeeder and kcptun protocols only.
     pub udp2raw: Option<crate::plan_udp2raw::Udp2rawTuning>,
     /// Which keys the config wrote, where a default and an absent key look alike in the
     /// values above.
@@ -290,7 +290,7 @@ pub struct StreamWritten {
 
 impl StreamPlan {
     /// Nothing but `udp2rawSettings` (or nothing at all): what a protocol bringing its own UDP
-    /// transport (udpspeeder) takes.
+    /// transport (udpspeeder, kcptun) takes.
     pub fn only_udp2raw(&self) -> bool {
         self.network == StreamNetwork::Tcp
             && self.security == StreamSecurity::None

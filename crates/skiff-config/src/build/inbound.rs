@@ -108,7 +108,10 @@ fn build_inbound(item: &Item<RawInbound>, diags: &mut Vec<Diagnostic>) -> Option
     if stream.udp2raw.is_some() {
         stream::check_udp2raw_layer(
             &stream,
-            matches!(protocol, Some(InboundProtocol::Udpspeeder(_))),
+            matches!(
+                protocol,
+                Some(InboundProtocol::Udpspeeder(_) | InboundProtocol::Kcptun(_))
+            ),
             &loc.key("streamSettings"),
             diags,
         );
@@ -123,13 +126,11 @@ fn build_inbound(item: &Item<RawInbound>, diags: &mut Vec<Diagnostic>) -> Option
         );
     }
     if let Some(InboundProtocol::Kcptun(_)) = &protocol
-        && stream != StreamPlan::default()
+        && !stream.only_udp2raw()
     {
-        diags.push(
-            loc.key("streamSettings").error(
-                "kcptun brings its own transport (KCP over UDP): streamSettings do not apply",
-            ),
-        );
+        diags.push(loc.key("streamSettings").error(
+            "kcptun brings its own transport (KCP over UDP): streamSettings do not apply, except udp2rawSettings",
+        ));
     }
     if error_count(diags) > errors_before {
         return None;

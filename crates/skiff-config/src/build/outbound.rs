@@ -104,9 +104,9 @@ fn build_outbound(
         }
     }
     if let Some(OutboundProtocol::Kcptun(_)) = &protocol {
-        if stream != StreamPlan::default() {
+        if !stream.only_udp2raw() {
             diags.push(loc.key("streamSettings").error(
-                "kcptun brings its own transport (KCP over UDP): streamSettings do not apply",
+                "kcptun brings its own transport (KCP over UDP): streamSettings do not apply, except udp2rawSettings",
             ));
         }
         if via.is_some() {
@@ -118,7 +118,10 @@ fn build_outbound(
     if stream.udp2raw.is_some() {
         super::stream::check_udp2raw_layer(
             &stream,
-            matches!(protocol, Some(OutboundProtocol::Udpspeeder(_))),
+            matches!(
+                protocol,
+                Some(OutboundProtocol::Udpspeeder(_) | OutboundProtocol::Kcptun(_))
+            ),
             &loc.key("streamSettings"),
             diags,
         );

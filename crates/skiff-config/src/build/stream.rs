@@ -148,10 +148,11 @@ pub fn build_stream(
             let tuning = super::protocols::udp2raw::layer(value, &uloc, diags);
             match (&network, raw.network.as_deref()) {
                 (StreamNetwork::Mkcp(_) | StreamNetwork::Kcptun(_), _) => {}
-                // No `network`: the protocol decides (udpspeeder takes it; see inbound/outbound).
+                // No `network`: the protocol decides (udpspeeder and kcptun take it; see
+                // inbound/outbound).
                 (StreamNetwork::Tcp, None) => {}
                 (_, n) => diags.push(uloc.error(format!(
-                    "udp2rawSettings goes under the \"kcp\" and \"kcptun\" networks (or a udpspeeder inbound/outbound), not network `{}`",
+                    "udp2rawSettings goes under the \"kcp\" and \"kcptun\" networks (or a udpspeeder or kcptun inbound/outbound), not network `{}`",
                     n.unwrap_or("tcp")
                 ))),
             }
@@ -243,17 +244,17 @@ pub fn build_stream(
     }
 }
 
-/// `udp2rawSettings` where no `network` was named: only a udpspeeder inbound/outbound takes
-/// it there (the kcp/kcptun networks were accepted, other networks refused, when parsed).
+/// `udp2rawSettings` where no `network` was named: only a udpspeeder or kcptun
+/// inbound/outbound (each its own UDP transport) takes it there (the kcp/kcptun networks were accepted, other networks refused, when parsed).
 pub(super) fn check_udp2raw_layer(
     stream: &StreamPlan,
-    udpspeeder: bool,
+    own_udp_transport: bool,
     loc: &Loc,
     diags: &mut Vec<Diagnostic>,
 ) {
-    if stream.network == StreamNetwork::Tcp && !udpspeeder {
+    if stream.network == StreamNetwork::Tcp && !own_udp_transport {
         diags.push(loc.key("udp2rawSettings").error(
-            "udp2rawSettings goes under the \"kcp\" and \"kcptun\" networks (or a udpspeeder inbound/outbound): set `network`",
+            "udp2rawSettings goes under the \"kcp\" and \"kcptun\" networks (or a udpspeeder or kcptun inbound/outbound): set `network`",
         ));
     }
 }

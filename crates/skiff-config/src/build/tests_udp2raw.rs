@@ -273,6 +273,28 @@ mod layer {
     }
 
     #[test]
+    fn kcptun_protocol_takes_it_alone() {
+        let (plan, _) = load(
+            r#"{"inbounds": [{"port": 1, "protocol": "kcptun", "settings": {"target": "127.0.0.1:2"},
+                "streamSettings": {"udp2rawSettings": {"rawMode": "icmp"}}}],
+                "outbounds": [{"tag": "k", "protocol": "kcptun", "settings": {"address": "10.0.0.1", "port": 1},
+                "streamSettings": {"udp2rawSettings": {"key": "y"}}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            plan.inbounds[0].stream.udp2raw.as_ref().unwrap().raw_mode,
+            RawMode::Icmp
+        );
+        assert_eq!(plan.outbounds[0].stream.udp2raw.as_ref().unwrap().key, b"y");
+        has_error(
+            r#"{"inbounds": [{"port": 1, "protocol": "kcptun", "settings": {"target": "127.0.0.1:2"},
+                "streamSettings": {"network": "kcp", "udp2rawSettings": {}}}]}"#,
+            "inbounds[0].streamSettings",
+            "except udp2rawSettings",
+        );
+    }
+
+    #[test]
     fn bad_uses_name_their_path() {
         has_error(
             &vless_out(r#"{"network": "ws", "udp2rawSettings": {}}"#),
