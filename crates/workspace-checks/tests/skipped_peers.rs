@@ -88,13 +88,13 @@ fn peers() -> Vec<Peer> {
             name: "kcptun-client",
             candidates: debian(&["/usr/bin/kcptun-client"]),
             how: "apt-get install kcptun",
-            tests: "interop_kcptun, skiff-kcp kcptun_client",
+            tests: "interop_kcptun, udp2raw_layer, skiff-kcp kcptun_client",
         },
         Peer {
             name: "kcptun-server",
             candidates: debian(&["/usr/bin/kcptun-server"]),
             how: "apt-get install kcptun",
-            tests: "interop_kcptun, skiff-kcp kcptun_server",
+            tests: "interop_kcptun, udp2raw_layer, skiff-kcp kcptun_server",
         },
         Peer {
             name: "xray",
@@ -112,7 +112,7 @@ fn peers() -> Vec<Peer> {
             name: "udp2raw",
             candidates: shared("udp2raw", "UDP2RAW_BIN"),
             how: "UDP2RAW_BIN or ../shared/peers/bin/udp2raw",
-            tests: "skiff-udp2raw real_udp2raw",
+            tests: "skiff-udp2raw real_udp2raw, interop_udp2raw, udp2raw_layer",
         },
     ]
 }
