@@ -147,16 +147,19 @@ pub fn build_stream(
             let uloc = loc.key("udp2rawSettings");
             let tuning = super::protocols::udp2raw::layer(value, &uloc, diags);
             match (&network, raw.network.as_deref()) {
-                (StreamNetwork::Mkcp(_) | StreamNetwork::Kcptun(_), _) => {}
+                (StreamNetwork::Mkcp(_) | StreamNetwork::Kcptun(_), _) => tuning,
                 // No `network`: the protocol decides (udpspeeder and kcptun take it; see
                 // inbound/outbound).
-                (StreamNetwork::Tcp, None) => {}
-                (_, n) => diags.push(uloc.error(format!(
-                    "udp2rawSettings goes under the \"kcp\" and \"kcptun\" networks (or a udpspeeder or kcptun inbound/outbound), not network `{}`",
-                    n.unwrap_or("tcp")
-                ))),
+                (StreamNetwork::Tcp, None) => tuning,
+                (_, n) => {
+                    diags.push(uloc.error(format!(
+                        "udp2rawSettings goes under the \"kcp\" and \"kcptun\" networks (or a udpspeeder or kcptun inbound/outbound), not network `{}`",
+                        n.unwrap_or("tcp")
+                    )));
+                    // Said once: the protocol's check below does not see it.
+                    None
+                }
             }
-            tuning
         });
     let tls_given = raw
         .tls_settings
@@ -245,7 +248,8 @@ pub fn build_stream(
 }
 
 /// `udp2rawSettings` where no `network` was named: only a udpspeeder or kcptun
-/// inbound/outbound (each its own UDP transport) takes it there (the kcp/kcptun networks were accepted, other networks refused, when parsed).
+/// inbound/outbound (each its own UDP transport) takes it there. The kcp/kcptun networks
+/// were accepted, and the others refused, when the stream was parsed.
 pub(super) fn check_udp2raw_layer(
     stream: &StreamPlan,
     own_udp_transport: bool,

@@ -306,6 +306,9 @@ mod layer {
             "inbounds[0].streamSettings.udp2rawSettings",
             "not network `tcp`",
         );
+        // Said once, not again as a missing `network`.
+        let diags = load(&vless_in(r#"{"network": "tcp", "udp2rawSettings": {}}"#)).unwrap_err();
+        assert_eq!(diags.len(), 1, "{diags:#?}");
         has_error(
             &vless_out(r#"{"udp2rawSettings": {}}"#),
             "outbounds[0].streamSettings.udp2rawSettings",
