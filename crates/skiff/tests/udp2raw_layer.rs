@@ -13,7 +13,9 @@
 //!   udpspeeder with the layer on both ends (raw mode icmp) → UDP echo.
 //!
 //! TCP cases send `BULK` bytes through the echo and compare SHA-256s; the UDP case sends
-//! numbered, CRC-32-checked datagrams: none may be corrupted, most must come back.
+//! numbered, CRC-32-checked datagrams: none may be corrupted, most must come back. Two more
+//! run Skiff as `nobody` without capabilities (`setpriv`): an inbound with the layer does not
+//! start, an outbound's first connection fails, each saying CAP_NET_RAW.
 
 mod common;
 
@@ -708,5 +710,78 @@ fn without_raw_sockets_the_start_fails_plainly() {
     assert!(
         text.contains("CAP_NET_RAW") && text.contains("udp2rawSettings"),
         "{text}"
+    );
+}
+
+/// Without CAP_NET_RAW an outbound with the layer starts (its tunnel starts on first use),
+/// and the first connection fails with udp2raw's plain message in the log.
+#[test]
+fn without_raw_sockets_a_connection_fails_plainly() {
+    if !privileged() {
+        return;
+    }
+    if !have("setpriv") {
+        skip("no setpriv");
+        return;
+    }
+    let mut ns = Netns::new("noprivs-out");
+    let config = ns.dir.path().join("c.json");
+    std::fs::write(
+        &config,
+        serde_json::json!({
+            "log": { "loglevel": "warning" },
+            "inbounds": [{ "listen": "127.0.0.1", "port": 3333, "protocol": "tunnel",
+                "settings": { "address": "127.0.0.1", "port": 7000 } }],
+            "outbounds": [{ "protocol": "vless",
+                "settings": { "vnext": [{ "address": "127.0.0.1", "port": 4096,
+                    "users": [{ "id": UUID, "encryption": "none" }] }] },
+                "streamSettings": { "network": "kcp", "udp2rawSettings": { "key": KEY } } }]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let _ = Command::new("chmod")
+        .args(["-R", "a+rX", &ns.dir.path().display().to_string()])
+        .status();
+    let mut args: Vec<String> = [
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+        env!("CARGO_BIN_EXE_skiff"),
+        "run",
+        "-c",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push(config.display().to_string());
+    let pid = ns.spawn("skiff-nobody", Path::new("setpriv"), &args);
+    ns.wait_bound(pid, "tcp", 3333);
+    let name = ns.name.clone();
+    std::thread::spawn(move || {
+        Netns::enter(&name);
+        let mut c = TcpStream::connect("127.0.0.1:3333").unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let _ = c.write_all(b"hello");
+        let mut buf = [0u8; 64];
+        // Closed (or reset) once the dial fails; the timeout bounds it otherwise.
+        let _ = c.read(&mut buf);
+    })
+    .join()
+    .unwrap();
+    let log_path = ns.dir.path().join("skiff-nobody.log");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut log = String::new();
+    while Instant::now() < deadline {
+        log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if log.contains("CAP_NET_RAW") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        log.contains("CAP_NET_RAW") && log.contains("udp2rawSettings"),
+        "{log}"
     );
 }
