@@ -10,6 +10,10 @@
 //! duplicates and reordering are printed. The same runs over IPv6 on `::1` (three cases,
 //! 2 000 datagrams; `ip6tables` needed), Skiff's `address`/`listen` then "::1".
 
+#[path = "common/numbered.rs"]
+mod numbered;
+
+use numbered::{check, datagram};
 use std::collections::HashSet;
 use std::fs::File;
 use std::net::UdpSocket;
@@ -124,38 +128,6 @@ impl Drop for Netns {
             .args(["netns", "del", &self.name])
             .status();
     }
-}
-
-fn crc32(data: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in data {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
-}
-
-fn datagram(i: u32) -> Vec<u8> {
-    let len = (i as usize).wrapping_mul(37) % 1000;
-    let mut d = i.to_be_bytes().to_vec();
-    d.extend((0..len).map(|k| (k as u32).wrapping_mul(31).wrapping_add(i) as u8));
-    let c = crc32(&d);
-    d.extend_from_slice(&c.to_be_bytes());
-    d
-}
-
-fn check(d: &[u8]) -> Option<u32> {
-    if d.len() < 8 {
-        return None;
-    }
-    let (body, c) = d.split_at(d.len() - 4);
-    (crc32(body).to_be_bytes() == c).then(|| u32::from_be_bytes(body[..4].try_into().unwrap()))
 }
 
 const PROBE: u32 = u32::MAX - 1;
