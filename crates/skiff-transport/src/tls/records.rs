@@ -280,23 +280,30 @@ impl RecordStream {
 
     /// Seals `data` (at most a fragment) of `content_type` as one record into `wbuf`.
     fn seal_record(&mut self, content_type: u8, data: &[u8]) {
-        self.seal_gathered(content_type, &[data]);
+        let start = self.begin_record(data.len());
+        self.wbuf.queue().extend_from_slice(data);
+        self.finish_record(start, content_type);
     }
 
-    /// Seals the concatenation of `parts` (at most a fragment in all) of `content_type` as
-    /// one record into `wbuf`.
-    fn seal_gathered(&mut self, content_type: u8, parts: &[&[u8]]) {
-        let data_len: usize = parts.iter().map(|p| p.len()).sum();
-        let len = data_len + 1 + TAG_LEN;
+    /// Starts a record of about `plaintext` bytes in `wbuf` (its header, the length filled
+    /// in by `finish_record`); returns where it starts. The plaintext is appended to
+    /// `wbuf.queue()` after it.
+    fn begin_record(&mut self, plaintext: usize) -> usize {
         let out = self.wbuf.queue();
         let start = out.len();
-        out.reserve(HEADER_LEN + len);
-        out.extend_from_slice(&[CONTENT_APPLICATION_DATA, 3, 3, (len >> 8) as u8, len as u8]);
-        for part in parts {
-            out.extend_from_slice(part);
-        }
+        out.reserve(HEADER_LEN + plaintext + 1 + TAG_LEN);
+        out.extend_from_slice(&[CONTENT_APPLICATION_DATA, 3, 3, 0, 0]);
+        start
+    }
+
+    /// Seals the record begun at `start` whose plaintext follows its header, as `content_type`.
+    fn finish_record(&mut self, start: usize, content_type: u8) {
+        let out = self.wbuf.queue();
         out.push(content_type);
         out.extend_from_slice(&[0; TAG_LEN]);
+        let len = out.len() - start - HEADER_LEN;
+        out[start + 3] = (len >> 8) as u8;
+        out[start + 4] = len as u8;
         let mut header = [0u8; HEADER_LEN];
         header.copy_from_slice(&out[start..start + HEADER_LEN]);
         let nonce = self.tx.next_nonce();
@@ -306,31 +313,37 @@ impl RecordStream {
     }
 
     /// Seals up to [`WRITE_TAKE`] bytes of `bufs` as full records that run across the
-    /// slices' boundaries; returns how many bytes were taken.
+    /// slices' boundaries, copied straight into `wbuf`; returns how many bytes were taken.
     fn seal_slices(&mut self, bufs: &[io::IoSlice<'_>]) -> usize {
         let mut taken = 0;
-        let mut parts: Vec<&[u8]> = Vec::with_capacity(4);
-        let mut in_record = 0;
+        let mut open: Option<(usize, usize)> = None; // (record start, plaintext so far)
         for buf in bufs {
             let mut rest: &[u8] = buf;
             while !rest.is_empty() && taken < WRITE_TAKE {
+                let (start, filled) = match open {
+                    Some(record) => record,
+                    None => {
+                        let left = WRITE_TAKE - taken;
+                        (self.begin_record(left.min(MAX_FRAGMENT)), 0)
+                    }
+                };
                 let n = rest
                     .len()
-                    .min(MAX_FRAGMENT - in_record)
+                    .min(MAX_FRAGMENT - filled)
                     .min(WRITE_TAKE - taken);
-                parts.push(&rest[..n]);
+                self.wbuf.queue().extend_from_slice(&rest[..n]);
                 rest = &rest[n..];
-                in_record += n;
                 taken += n;
-                if in_record == MAX_FRAGMENT {
-                    self.seal_gathered(CONTENT_APPLICATION_DATA, &parts);
-                    parts.clear();
-                    in_record = 0;
+                if filled + n == MAX_FRAGMENT {
+                    self.finish_record(start, CONTENT_APPLICATION_DATA);
+                    open = None;
+                } else {
+                    open = Some((start, filled + n));
                 }
             }
         }
-        if in_record > 0 {
-            self.seal_gathered(CONTENT_APPLICATION_DATA, &parts);
+        if let Some((start, _)) = open {
+            self.finish_record(start, CONTENT_APPLICATION_DATA);
         }
         taken
     }
