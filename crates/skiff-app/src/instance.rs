@@ -58,8 +58,11 @@ impl Running {
     /// Builds every handler from `plan` and binds every listener. Fails (binding nothing) if
     /// any listener cannot be bound, naming it.
     pub async fn start(plan: &Plan) -> io::Result<Running> {
-        // Beside the rest of the start, off the runtime's workers (see `warm_up`).
-        drop(tokio::task::spawn_blocking(skiff_crypto::random::warm_up));
+        // Beside the rest of the start, on a thread of its own that ends with it (not the
+        // runtime's blocking pool, whose threads linger): see `warm_up`.
+        let _ = std::thread::Builder::new()
+            .name("skiff-warm-up".into())
+            .spawn(skiff_crypto::random::warm_up);
         let stats = Stats::new();
         let resolver = match &plan.dns {
             None => None,

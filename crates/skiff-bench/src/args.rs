@@ -92,6 +92,11 @@ pub struct BenchArgs {
     /// (UDP2RAW_BIN, PATH or ../shared/peers/bin) beside speederv2, its CPU counted to its side.
     #[arg(long, requires = "udp_fec")]
     pub fec_faketcp: bool,
+    /// Also run Skiff with `skiff run --threads N` in the --udp-fec rows, a row of its own
+    /// beside the default (one worker per core) and speederv2 (one thread), in turns.
+    #[arg(long, value_name = "N", requires = "udp_fec",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub skiff_threads: Option<u16>,
     /// Write results.json, results.md and chart.svg here.
     #[arg(short = 'o', long, value_name = "DIR")]
     pub out: Option<PathBuf>,

@@ -260,7 +260,10 @@ fn udp_fec_rows(
             None
         },
     };
-    let mut imps = vec![FecImpl::Skiff(skiff.client.clone())];
+    let mut imps = vec![FecImpl::Skiff(skiff.client.clone(), None)];
+    if let Some(n) = args.skiff_threads {
+        imps.push(FecImpl::Skiff(skiff.client.clone(), Some(n)));
+    }
     match udp_fec::find_speederv2() {
         Some(path) if args.peers != "none" => imps.push(FecImpl::Speederv2(path)),
         Some(_) => {}

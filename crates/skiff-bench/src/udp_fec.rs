@@ -41,16 +41,23 @@ const START: Duration = Duration::from_millis(600);
 /// Who runs the tunnel.
 #[derive(Clone, Debug)]
 pub enum FecImpl {
-    Skiff(PathBuf),
+    /// Skiff, with `--threads N` when given (speederv2 runs on one thread).
+    Skiff(PathBuf, Option<u16>),
     Speederv2(PathBuf),
 }
 
 impl FecImpl {
-    pub fn name(&self) -> &'static str {
+    pub fn name(&self) -> String {
         match self {
-            FecImpl::Skiff(_) => "skiff",
-            FecImpl::Speederv2(_) => "speederv2",
+            FecImpl::Skiff(_, None) => "skiff".into(),
+            FecImpl::Skiff(_, Some(n)) => format!("skiff --threads {n}"),
+            FecImpl::Speederv2(_) => "speederv2".into(),
         }
+    }
+
+    /// The name without spaces, for file names.
+    fn slug(&self) -> String {
+        self.name().replace(" --threads ", "-threads-")
     }
 }
 
@@ -219,7 +226,7 @@ fn start(
     } = *ends;
     let mut helper = None;
     let mut cmd = match imp {
-        FecImpl::Skiff(path) => {
+        FecImpl::Skiff(path, threads) => {
             let config = dir.join(format!("{label}.json"));
             let text = if client {
                 skiff_client(listen.port(), remote, echo, relays, opts)
@@ -229,6 +236,9 @@ fn start(
             std::fs::write(&config, text)?;
             let mut cmd = link::command_in(ns, path);
             cmd.arg("run").arg("-c").arg(&config);
+            if let Some(n) = threads {
+                cmd.arg("--threads").arg(n.to_string());
+            }
             cmd
         }
         FecImpl::Speederv2(path) => {
@@ -258,7 +268,7 @@ fn start(
             cmd
         }
     };
-    if let FecImpl::Skiff(_) = imp {
+    if let FecImpl::Skiff(..) = imp {
         cmd.env("RUST_LOG", "warn");
     }
     let main = Proc::spawn(
@@ -281,7 +291,7 @@ pub fn run_once(
     workdir: &Path,
     round: usize,
 ) -> io::Result<FecRun> {
-    let dir = workdir.join(format!("udp-fec-{}-{round}", imp.name()));
+    let dir = workdir.join(format!("udp-fec-{}-{round}", imp.slug()));
     std::fs::create_dir_all(&dir)?;
     let localhost = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let echo = link.run_in_c(|| UdpSocket::bind((localhost, 0)))??;
@@ -440,10 +450,8 @@ pub fn run_rows(
     workdir: &Path,
     progress: &dyn Fn(&str),
 ) -> Vec<(String, Result<Vec<FecRun>, String>)> {
-    let mut results: Vec<(String, Result<Vec<FecRun>, String>)> = imps
-        .iter()
-        .map(|i| (i.name().to_string(), Ok(Vec::new())))
-        .collect();
+    let mut results: Vec<(String, Result<Vec<FecRun>, String>)> =
+        imps.iter().map(|i| (i.name(), Ok(Vec::new()))).collect();
     for round in 0..repeats as usize {
         for (imp, (_, result)) in imps.iter().zip(results.iter_mut()) {
             let Ok(runs) = result else { continue };

@@ -93,7 +93,11 @@ fn main() -> ExitCode {
             }
             None => ExitCode::FAILURE,
         },
-        Command::Run { config, grace } => {
+        Command::Run {
+            config,
+            grace,
+            threads,
+        } => {
             let Some((loaded, origin)) = load(&config) else {
                 return ExitCode::FAILURE;
             };
@@ -101,7 +105,13 @@ fn main() -> ExitCode {
                 eprintln!("error: cannot open the log file: {e}");
                 return ExitCode::FAILURE;
             }
-            run(loaded, &origin, &config, Duration::from_secs(grace))
+            run(
+                loaded,
+                &origin,
+                &config,
+                Duration::from_secs(grace),
+                threads,
+            )
         }
     }
 }
@@ -153,12 +163,19 @@ fn print_diagnostics(list: &[Diagnostic]) {
     }
 }
 
-fn run(loaded: Loaded, origin: &str, config: &ConfigArgs, grace: Duration) -> ExitCode {
+fn run(
+    loaded: Loaded,
+    origin: &str,
+    config: &ConfigArgs,
+    grace: Duration,
+    threads: Option<u16>,
+) -> ExitCode {
     skiff_app::limits::raise_open_file_limit();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = threads {
+        builder.worker_threads(n.into());
+    }
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");

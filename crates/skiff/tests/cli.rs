@@ -182,3 +182,59 @@ fn default_config_runs_and_stops_on_sigterm() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// `--threads N` sets the runtime's worker threads (3 here, which is not this machine's
+/// default of one per core unless it has three), and 0 is refused.
+#[test]
+fn run_threads_sets_the_worker_count() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = std::env::temp_dir().join(format!("skiff-cli-threads-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("c.json");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{"inbounds":[{{"listen":"127.0.0.1","port":{port},"protocol":"socks"}}],
+               "outbounds":[{{"protocol":"freedom"}}]}}"#
+        ),
+    )
+    .unwrap();
+    let refused = skiff()
+        .args(["run", "--threads", "0", "-c"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let wanted = if cores == 3 { 4 } else { 3 };
+    let mut child = skiff()
+        .args(["run", "--threads", &wanted.to_string(), "-c"])
+        .arg(&config)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let listening = lines
+        .by_ref()
+        .take(10)
+        .map_while(Result::ok)
+        .any(|l| l.contains(&format!("127.0.0.1:{port}/tcp")));
+    let workers = std::fs::read_dir(format!("/proc/{}/task", child.id()))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .is_ok_and(|c| c.trim() == "tokio-rt-worker")
+        })
+        .count();
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(listening, "skiff did not report its listener");
+    assert_eq!(workers, wanted);
+}
