@@ -295,6 +295,7 @@ pub fn run_once(
     std::fs::create_dir_all(&dir)?;
     let localhost = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let echo = link.run_in_c(|| UdpSocket::bind((localhost, 0)))??;
+    roomy(&echo);
     let echo_port = echo.local_addr()?.port();
     let c_listen = SocketAddr::new(link.addr_c(), udp_port_in(link, false, link.addr_c())?);
     let b_port = udp_port_in(link, true, localhost)?;
@@ -337,6 +338,7 @@ pub fn run_once(
         }
     }
     let flow = link.run_in_b(|| UdpSocket::bind((localhost, 0)))??;
+    roomy(&flow);
     flow.connect((localhost, b_port))?;
     let (cpu_b0, cpu_c0) = (cpu_of(&b), cpu_of(&c));
     let link0 = link.counters();
@@ -353,6 +355,27 @@ pub fn run_once(
     run.link_bytes = (link1.b_to_c.bytes_in - link0.b_to_c.bytes_in)
         + (link1.c_to_b.bytes_in - link0.c_to_b.bytes_in);
     Ok(run)
+}
+
+/// Gives A's or D's socket 4 MiB each way (as net.core.rmem_max/wmem_max allow): a FEC group
+/// reaches D, and comes back to A, as a burst of up to 20 datagrams, and with the kernel's
+/// default of about 90 such datagrams a few milliseconds without the CPU overflowed D's
+/// socket. Those losses were the bench's own, not the tunnel's.
+fn roomy(socket: &UdpSocket) {
+    use std::os::fd::AsRawFd;
+    let size: libc::c_int = 4 << 20;
+    for option in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
+        // SAFETY: setsockopt reads one c_int from a live local on a socket we own.
+        unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                option,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
 }
 
 /// D: returns each datagram to its sender until `stop`.
