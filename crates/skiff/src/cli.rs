@@ -13,13 +13,16 @@ use clap::{Parser, Subcommand};
     about = "A lean, fast proxy and tunnel that runs Xray's JSON configs",
     long_about = "A lean, fast proxy and tunnel that runs Xray's JSON configs (TCP and UDP).\n\n\
                   Protocols: VLESS (with XTLS Vision and fallbacks), VMess AEAD, Trojan (with\n\
-                  fallbacks), Shadowsocks AEAD and 2022, kcptun; SOCKS5/4, HTTP and\n\
-                  dokodemo-door (tunnel) inbounds; freedom, blackhole and dns outbounds.\n\
-                  Transports: TCP (with Xray's HTTP header obfuscation), TLS, WebSocket,\n\
-                  HTTPUpgrade, mKCP and kcptun's KCP, in any combination.\n\
+                  fallbacks), Shadowsocks AEAD and 2022, Mux.Cool, kcptun, UDPspeeder and\n\
+                  udp2raw; SOCKS5/4, HTTP and dokodemo-door (tunnel) inbounds; freedom,\n\
+                  blackhole and dns outbounds.\n\
+                  Transports: TCP (with Xray's HTTP header obfuscation), TLS, REALITY,\n\
+                  WebSocket, HTTPUpgrade, gRPC, XHTTP, mKCP and kcptun's KCP, in any\n\
+                  combination, and udp2raw's fake TCP under the UDP ones.\n\
                   Routing as in Xray: rules with geoip/geosite lists, sniffing (HTTP, TLS, QUIC),\n\
                   balancers and the dns section (UDP, TCP, DoT and DoH servers, hosts); policy\n\
-                  levels and multi-file configs.\n\n\
+                  levels and multi-file configs. Panels drive it through Xray's gRPC API and\n\
+                  traffic counters.\n\n\
                   Quick start: `skiff run` starts a SOCKS5 proxy on 127.0.0.1:10808 and an HTTP\n\
                   proxy on 127.0.0.1:10809, both going direct. `skiff check -c FILE` validates a\n\
                   config and names each problem's file, line and JSON path. `skiff bench` measures\n\
