@@ -468,8 +468,9 @@ fn sing_box_runs_every_combination_it_speaks_beside_skiff() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// `--udp-fec`: a short flow through Skiff's UDPspeeder-compatible pair and speederv2's on a
-/// lossy emulated link (root), both rows in the table with their figures, and FEC bringing
+/// `--udp-fec`: a short flow through Skiff's UDPspeeder-compatible pair (as it starts, and with
+/// `--threads 1`) and speederv2's on a lossy emulated link (root), every row in the table with
+/// its figures, and FEC bringing
 /// the application's loss under what the link drops on a round trip.
 #[test]
 fn udp_fec_rows_run_skiff_beside_speederv2_on_a_lossy_link() {
@@ -490,6 +491,8 @@ fn udp_fec_rows_run_skiff_beside_speederv2_on_a_lossy_link() {
             "10:6",
             "--fec-rate",
             "250",
+            "--skiff-threads",
+            "1",
             "-t",
             "2s",
             "-r",
@@ -502,7 +505,7 @@ fn udp_fec_rows_run_skiff_beside_speederv2_on_a_lossy_link() {
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert!(result.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("UDP FEC rows: -f 10:6"), "{stdout}");
-    for name in ["skiff", "speederv2"] {
+    for name in ["skiff", "skiff --threads 1", "speederv2"] {
         let row = stdout
             .lines()
             .find(|l| l.starts_with(&format!("| {name} |")))
