@@ -226,13 +226,15 @@ fn make(
                 let layer = crate::udp2raw_layer::ClientLayer::new(tuning.clone())
                     .map_err(|e| format!("udp2rawSettings: {e}"))?;
                 let local = layer.local();
+                let server = Address::from_host(&u.address, u.port);
+                layer.connect_early(server.clone());
                 Arc::new(crate::udp2raw_layer::LayerOutbound {
                     inner: Arc::new(skiff_proto::udpspeeder::client::UdpspeederClient::new(
                         crate::udpspeeder::config(&u.tuning),
                         local.ip().to_string(),
                         local.port(),
                     )),
-                    server: Address::from_host(&u.address, u.port),
+                    server,
                     layer,
                 })
             }
@@ -255,6 +257,7 @@ fn make(
                 Some(tuning) => {
                     let layer = crate::udp2raw_layer::ClientLayer::new(tuning.clone())
                         .map_err(|e| format!("udp2rawSettings: {e}"))?;
+                    layer.connect_early(server.clone());
                     Arc::new(crate::udp2raw_layer::LayerOutbound {
                         inner: Arc::new(outbound(Address::Ip(layer.local()))),
                         server: server.clone(),

@@ -536,6 +536,21 @@ fn udpspeeder_with_the_layer_on_both_ends() {
         }),
     );
     ns.wait_bound(client, "udp", 3333);
+    // The client's tunnel comes up at start, before any datagram, as `udp2raw -c` does: a
+    // flow's first datagrams would otherwise be lost to the handshakes.
+    let client_log = ns.dir.path().join("skiff-client.log");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !std::fs::read_to_string(&client_log)
+        .unwrap_or_default()
+        .contains("udp2rawSettings: tunnel started")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the client's tunnel did not start before traffic\n{}",
+            ns.logs()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 
     let stop = Arc::new(AtomicBool::new(false));
     let (s2, name) = (stop.clone(), ns.name.clone());
@@ -561,7 +576,7 @@ fn udpspeeder_with_the_layer_on_both_ends() {
             .unwrap();
         let mut buf = vec![0u8; 4096];
         let probe = datagram(u32::MAX - 1);
-        // The tunnel starts on the first datagram and takes a few round trips.
+        // The server's conversation opens on the first datagram.
         let up = (0..150).any(|_| {
             let _ = s.send(&probe);
             s.recv(&mut buf).is_ok() || {
