@@ -26,6 +26,12 @@ pub fn push_entry(config: &mut Value, list: &str, entry: Value) {
     }
 }
 
+/// `streamSettings` putting Skiff's udp2raw under a UDP protocol or transport in the same
+/// process (`udp2rawSettings`), with the same key, mode and rules as the other ends.
+pub fn skiff_layer() -> Value {
+    json!({ "udp2rawSettings": { "key": KEY, "rawMode": "faketcp", "autoRule": true } })
+}
+
 /// Adds Skiff's udp2raw end of its side to a config: on B (`client`) a UDP `dokodemo-door` at
 /// the relay, routed to a `udp2raw` outbound to C at `c_listen`; on C a `udp2raw` inbound at
 /// `c_listen` delivering to the relay.

@@ -155,42 +155,37 @@ fn skiff_client(
     listen: u16,
     server: SocketAddr,
     echo: u16,
-    relays: Option<Relays>,
+    faketcp: bool,
     opts: &FecOptions,
 ) -> String {
-    let fec_server = relays.map_or(server, |r| r.b);
-    let mut config = serde_json::json!({
+    let mut outbound = serde_json::json!({ "protocol": "udpspeeder", "settings": {
+        "address": server.ip().to_string(), "port": server.port(),
+        "fec": opts.fec, "key": KEY, "mode": 0 } });
+    if faketcp {
+        outbound["streamSettings"] = crate::faketcp::skiff_layer();
+    }
+    serde_json::json!({
         "log": { "loglevel": "warning" },
         "inbounds": [{ "listen": "127.0.0.1", "port": listen, "protocol": "dokodemo-door",
             "settings": { "address": "127.0.0.1", "port": echo, "network": "udp" } }],
-        "outbounds": [{ "protocol": "udpspeeder", "settings": {
-            "address": fec_server.ip().to_string(), "port": fec_server.port(),
-            "fec": opts.fec, "key": KEY, "mode": 0 } }]
-    });
-    if let Some(r) = relays {
-        crate::faketcp::add_skiff_end(&mut config, true, server, r);
-    }
-    config.to_string()
+        "outbounds": [outbound]
+    })
+    .to_string()
 }
 
-fn skiff_server(
-    listen: SocketAddr,
-    echo: u16,
-    relays: Option<Relays>,
-    opts: &FecOptions,
-) -> String {
-    let fec_listen = relays.map_or(listen, |r| r.c);
-    let mut config = serde_json::json!({
-        "log": { "loglevel": "warning" },
-        "inbounds": [{ "listen": fec_listen.ip().to_string(), "port": fec_listen.port(),
-            "protocol": "udpspeeder", "settings": {
-                "target": format!("127.0.0.1:{echo}"), "fec": opts.fec, "key": KEY, "mode": 0 } }],
-        "outbounds": [{ "protocol": "freedom" }]
-    });
-    if let Some(r) = relays {
-        crate::faketcp::add_skiff_end(&mut config, false, listen, r);
+fn skiff_server(listen: SocketAddr, echo: u16, faketcp: bool, opts: &FecOptions) -> String {
+    let mut inbound = serde_json::json!({ "listen": listen.ip().to_string(), "port": listen.port(),
+        "protocol": "udpspeeder", "settings": {
+            "target": format!("127.0.0.1:{echo}"), "fec": opts.fec, "key": KEY, "mode": 0 } });
+    if faketcp {
+        inbound["streamSettings"] = crate::faketcp::skiff_layer();
     }
-    config.to_string()
+    serde_json::json!({
+        "log": { "loglevel": "warning" },
+        "inbounds": [inbound],
+        "outbounds": [{ "protocol": "freedom" }]
+    })
+    .to_string()
 }
 
 /// B (client: `listen` on loopback, tunnelling to C at `remote`) or C (server: `listen` on
@@ -228,10 +223,12 @@ fn start(
     let mut cmd = match imp {
         FecImpl::Skiff(path, threads) => {
             let config = dir.join(format!("{label}.json"));
+            // udp2raw in the same process (`udp2rawSettings`), as speederv2 and udp2raw are
+            // two processes with one loopback hop between them.
             let text = if client {
-                skiff_client(listen.port(), remote, echo, relays, opts)
+                skiff_client(listen.port(), remote, echo, relays.is_some(), opts)
             } else {
-                skiff_server(listen, remote.port(), relays, opts)
+                skiff_server(listen, remote.port(), relays.is_some(), opts)
             };
             std::fs::write(&config, text)?;
             let mut cmd = link::command_in(ns, path);
@@ -575,15 +572,11 @@ mod tests {
             duration: Duration::from_secs(1),
             udp2raw: None,
         };
-        let relays = Relays {
-            b: "127.0.0.1:1005".parse().unwrap(),
-            c: "127.0.0.1:1006".parse().unwrap(),
-        };
         let c_listen: SocketAddr = "10.0.0.2:1002".parse().unwrap();
-        for relays in [None, Some(relays)] {
+        for faketcp in [false, true] {
             for text in [
-                skiff_client(1001, c_listen, 1003, relays, &opts),
-                skiff_server(c_listen, 1003, relays, &opts),
+                skiff_client(1001, c_listen, 1003, faketcp, &opts),
+                skiff_server(c_listen, 1003, faketcp, &opts),
             ] {
                 let loaded = skiff_config::load_sources(&[skiff_config::Source {
                     name: "gen.json".into(),
@@ -592,17 +585,22 @@ mod tests {
                 assert!(loaded.is_ok(), "{text}: {loaded:?}");
             }
         }
+        // Over fake TCP the FEC ends themselves carry udp2raw (`udp2rawSettings`): the client
+        // names C's link address, the server listens on it.
         let b: serde_json::Value =
-            serde_json::from_str(&skiff_client(1001, c_listen, 1003, Some(relays), &opts)).unwrap();
-        // The FEC client sends to B's relay, whose datagrams go out as fake TCP to C.
-        assert_eq!(b["outbounds"][0]["settings"]["port"], 1005);
-        assert_eq!(b["inbounds"][1]["port"], 1005);
-        assert_eq!(b["outbounds"][1]["settings"]["address"], "10.0.0.2");
+            serde_json::from_str(&skiff_client(1001, c_listen, 1003, true, &opts)).unwrap();
+        assert_eq!(b["outbounds"][0]["settings"]["address"], "10.0.0.2");
+        assert_eq!(b["outbounds"][0]["settings"]["port"], 1002);
+        let layer = &b["outbounds"][0]["streamSettings"]["udp2rawSettings"];
+        assert_eq!(layer["rawMode"], "faketcp");
         let c: serde_json::Value =
-            serde_json::from_str(&skiff_server(c_listen, 1003, Some(relays), &opts)).unwrap();
-        assert_eq!(c["inbounds"][0]["port"], 1006);
-        assert_eq!(c["inbounds"][1]["port"], 1002);
-        assert_eq!(c["inbounds"][1]["settings"]["target"], "127.0.0.1:1006");
+            serde_json::from_str(&skiff_server(c_listen, 1003, true, &opts)).unwrap();
+        assert_eq!(c["inbounds"][0]["port"], 1002);
+        assert_eq!(c["inbounds"][0]["settings"]["target"], "127.0.0.1:1003");
+        assert_eq!(
+            c["inbounds"][0]["streamSettings"],
+            b["outbounds"][0]["streamSettings"]
+        );
     }
 
     #[test]
