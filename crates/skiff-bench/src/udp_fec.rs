@@ -354,11 +354,12 @@ pub fn run_once(
     Ok(run)
 }
 
-/// Gives A's or D's socket 4 MiB each way (as net.core.rmem_max/wmem_max allow): a FEC group
+/// Gives a flow's own socket (A's or D's here, the udpspeeder interop test's) 4 MiB each way
+/// (as net.core.rmem_max/wmem_max allow): a FEC group
 /// reaches D, and comes back to A, as a burst of up to 20 datagrams, and with the kernel's
 /// default of about 90 such datagrams a few milliseconds without the CPU overflowed D's
 /// socket. Those losses were the bench's own, not the tunnel's.
-fn roomy(socket: &UdpSocket) {
+pub fn roomy(socket: &UdpSocket) {
     use std::os::fd::AsRawFd;
     let size: libc::c_int = 4 << 20;
     for option in [libc::SO_RCVBUF, libc::SO_SNDBUF] {

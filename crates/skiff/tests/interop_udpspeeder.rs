@@ -110,25 +110,6 @@ fn start_speeder(
     (proc, log)
 }
 
-/// 4 MiB socket buffers (the usual `rmem_max`), so a loaded machine's scheduling hiccups do
-/// not show up as loss in the test's own sockets.
-fn big_buffers(socket: &UdpSocket) {
-    use std::os::fd::AsRawFd;
-    let size: libc::c_int = 4 << 20;
-    for option in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
-        // SAFETY: a valid socket and a c_int option value of the right length.
-        unsafe {
-            libc::setsockopt(
-                socket.as_raw_fd(),
-                libc::SOL_SOCKET,
-                option,
-                (&size as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
-    }
-}
-
 /// Echoes every datagram back to its sender; counts the corrupted ones it saw.
 struct Echo {
     port: u16,
@@ -214,7 +195,9 @@ fn run_traffic(port: u16) -> Tally {
     let echoed = Arc::new(AtomicU64::new(0));
     let echoed_by_collector = echoed.clone();
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-    big_buffers(&socket);
+    // 4 MiB each way, as the bench gives its own ends: a loaded machine's scheduling hiccups
+    // must not show up as loss in the test's own socket.
+    skiff_bench::udp_fec::roomy(&socket);
     socket.connect(("127.0.0.1", port)).unwrap();
     socket
         .set_read_timeout(Some(Duration::from_millis(50)))
