@@ -3,14 +3,15 @@
 //! `iptables` needed; the real udp2raw is UDP2RAW_BIN or `../shared/peers/bin/udp2raw`,
 //! kcptun Debian's `/usr/bin/kcptun-{client,server}`; outside CI a missing one skips with a
 //! printed reason, under `CI=true` it fails). Every end uses its firewall rules (`-a` /
-//! `autoRule`); after SIGTERM no `skiff_u2r_*` chain may be left.
+//! `autoRule`); after SIGTERM no `skiff_u2r_*` chain may be left (iptables or ip6tables).
 //!
 //! - Skiff tunnel → VLESS over the kcptun network with the layer → real `udp2raw -s` →
 //!   real kcptun-server → Skiff VLESS inbound → freedom → TCP echo;
 //! - real kcptun-client → real `udp2raw -c` → Skiff kcptun inbound with the layer →
 //!   freedom → TCP echo;
 //! - Skiff ↔ Skiff: VLESS over mKCP with the layer on both ends (raw mode udp), and
-//!   udpspeeder with the layer on both ends (raw mode icmp) → UDP echo.
+//!   udpspeeder with the layer on both ends (raw mode icmp) → UDP echo, and the same over
+//!   IPv6 (the server's raw side on ::1, raw mode faketcp with `ip6tables` rules).
 //!
 //! TCP cases send `BULK` bytes through the echo and compare SHA-256s; the UDP case sends
 //! numbered, CRC-32-checked datagrams: none may be corrupted, most must come back. Two more
@@ -195,7 +196,7 @@ impl Netns {
     }
 
     fn chains(&self) -> Vec<String> {
-        self.exec("iptables -S")
+        self.exec("iptables -S; ip6tables -S 2>/dev/null")
             .lines()
             .filter_map(|l| l.strip_prefix("-N "))
             .filter(|c| c.starts_with("skiff_u2r_"))
@@ -504,10 +505,27 @@ fn mkcp_with_the_layer_on_both_ends() {
 /// inbound + udp2rawSettings → UDP echo.
 #[test]
 fn udpspeeder_with_the_layer_on_both_ends() {
+    udpspeeder_layer_case("speeder-both", "127.0.0.1", "icmp");
+}
+
+/// The same over IPv6: the server's raw side on ::1 (fake TCP, with ip6tables rules), the
+/// client's tunnel to it.
+#[test]
+fn udpspeeder_with_the_layer_on_both_ends_over_ipv6() {
+    if privileged() && !have("ip6tables") {
+        skip("ip6tables missing");
+        return;
+    }
+    udpspeeder_layer_case("speeder-v6", "::1", "faketcp");
+}
+
+/// Skiff's udpspeeder client and server, each with `udp2rawSettings` in `raw` mode, the
+/// server's raw side on `server_ip`; numbered datagrams through them to an echo and back.
+fn udpspeeder_layer_case(tag: &str, server_ip: &str, raw: &str) {
     if !privileged() {
         return;
     }
-    let mut ns = Netns::new("speeder-both");
+    let mut ns = Netns::new(tag);
     let speeder = serde_json::json!({ "key": "layer-fec", "fec": "20:10" });
     let mut server_settings = speeder.clone();
     server_settings["target"] = "127.0.0.1:7000".into();
@@ -515,15 +533,20 @@ fn udpspeeder_with_the_layer_on_both_ends() {
         "skiff-server",
         serde_json::json!({
             "log": { "loglevel": "info" },
-            "inbounds": [{ "listen": "127.0.0.1", "port": 4096, "protocol": "udpspeeder",
+            "inbounds": [{ "listen": server_ip, "port": 4096, "protocol": "udpspeeder",
                 "settings": server_settings,
-                "streamSettings": { "udp2rawSettings": layer("icmp") } }],
+                "streamSettings": { "udp2rawSettings": layer(raw) } }],
             "outbounds": [{ "protocol": "freedom" }]
         }),
     );
-    ns.wait_bound(server, "udp", 4096);
+    let bound_as = if server_ip.contains(':') {
+        "udp6"
+    } else {
+        "udp"
+    };
+    ns.wait_bound(server, bound_as, 4096);
     let mut client_settings = speeder.clone();
-    client_settings["address"] = "127.0.0.1".into();
+    client_settings["address"] = server_ip.into();
     client_settings["port"] = 4096.into();
     let client = ns.skiff(
         "skiff-client",
@@ -532,7 +555,7 @@ fn udpspeeder_with_the_layer_on_both_ends() {
             "inbounds": [{ "listen": "127.0.0.1", "port": 3333, "protocol": "dokodemo-door",
                 "settings": { "address": "127.0.0.1", "port": 7000, "network": "udp" } }],
             "outbounds": [{ "protocol": "udpspeeder", "settings": client_settings,
-                "streamSettings": { "udp2rawSettings": layer("icmp") } }]
+                "streamSettings": { "udp2rawSettings": layer(raw) } }]
         }),
     );
     ns.wait_bound(client, "udp", 3333);
@@ -634,7 +657,7 @@ fn udpspeeder_with_the_layer_on_both_ends() {
     let Some((sent, back, corrupt, dup)) = result else {
         panic!("udpspeeder over udp2raw never came up\n{logs}");
     };
-    eprintln!("udpspeeder+layer: back {back}/{sent}, corrupt {corrupt}, dup {dup}");
+    eprintln!("udpspeeder+layer {tag}: back {back}/{sent}, corrupt {corrupt}, dup {dup}");
     assert_eq!(corrupt, 0, "corrupted datagrams");
     assert!(back >= sent * 9 / 10, "most lost\n{logs}");
     assert!(chains.is_empty(), "left after SIGTERM: {chains:?}\n{logs}");
