@@ -354,11 +354,11 @@ pub fn run_once(
     Ok(run)
 }
 
-/// Gives a flow's own socket (A's or D's here, the udpspeeder interop test's) 4 MiB each way
-/// (as net.core.rmem_max/wmem_max allow): a FEC group
-/// reaches D, and comes back to A, as a burst of up to 20 datagrams, and with the kernel's
-/// default of about 90 such datagrams a few milliseconds without the CPU overflowed D's
-/// socket. Those losses were the bench's own, not the tunnel's.
+/// Gives a flow's own socket (A's or D's here, the udpspeeder interop test's) 4 MiB each way,
+/// as net.core.rmem_max/wmem_max allow. A FEC group reaches D, and comes back to A, as a burst
+/// of up to 20 datagrams; with the kernel's default of about 90 such datagrams, a few
+/// milliseconds without the CPU overflowed D's socket, and those losses were the bench's own,
+/// not the tunnel's.
 pub fn roomy(socket: &UdpSocket) {
     use std::os::fd::AsRawFd;
     let size: libc::c_int = 4 << 20;
