@@ -15,7 +15,7 @@ fn readme() -> String {
 fn the_readme_test_command_is_the_one_ci_runs() {
     let readme = readme();
     let ci = std::fs::read_to_string(root().join(".ci/run")).expect(".ci/run");
-    let command = "cargo test --workspace --locked";
+    let command = "cargo test --workspace --locked --no-fail-fast";
     assert!(readme.contains(command), "README.md gives no `{command}`");
     assert!(
         ci.lines().any(|l| l.trim() == command),
