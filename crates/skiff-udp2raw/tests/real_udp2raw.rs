@@ -1081,14 +1081,22 @@ impl OurClient {
         }
     }
 
-    /// Waits (bounded) for a server packet `want` accepts.
+    /// Waits for a server packet `want` accepts, looking at `tries` server packets at most
+    /// and for `within` at most. A quiet capture read (200 ms) is not the end: on a loaded
+    /// machine udp2raw can take longer than that to answer.
     fn wait_for<T>(
         &mut self,
         tries: usize,
+        within: Duration,
         mut want: impl FnMut(&FromServer) -> Option<T>,
     ) -> Option<T> {
-        for _ in 0..tries {
-            let got = self.recv()?;
+        let deadline = Instant::now() + within;
+        let mut seen = 0;
+        while seen < tries && Instant::now() < deadline {
+            let Some(got) = self.recv() else {
+                continue;
+            };
+            seen += 1;
             if let Some(v) = want(&got) {
                 return Some(v);
             }
@@ -1163,7 +1171,7 @@ fn run_our_client(
             me.send(&[], true);
             let isn = 0x1000_0000u32;
             if me
-                .wait_for(5, |f| {
+                .wait_for(5, Duration::from_millis(500), |f| {
                     f.tcp
                         .filter(|h| h.syn && h.ack && h.ack_seq == isn.wrapping_add(1))
                 })
@@ -1192,7 +1200,7 @@ fn run_our_client(
             nonce: [attempt; 16],
             payload: &hs,
         });
-        server_id = me.wait_for(10, |f| {
+        server_id = me.wait_for(10, Duration::from_millis(500), |f| {
             let p = Packet::parse(f.plain.as_deref()?).ok()?.handshake()?;
             (p.receiver_id == my_id).then_some(p.sender_id)
         });
@@ -1217,14 +1225,16 @@ fn run_our_client(
             payload: &hs,
         });
         ready = me
-            .wait_for(10, |f| match Packet::parse(f.plain.as_deref()?).ok()? {
-                Packet::Safer {
-                    sender_id,
-                    receiver_id,
-                    kind: SaferKind::Heartbeat(_),
-                    ..
-                } => (sender_id == server_id && receiver_id == my_id).then_some(()),
-                _ => None,
+            .wait_for(10, Duration::from_millis(500), |f| {
+                match Packet::parse(f.plain.as_deref()?).ok()? {
+                    Packet::Safer {
+                        sender_id,
+                        receiver_id,
+                        kind: SaferKind::Heartbeat(_),
+                        ..
+                    } => (sender_id == server_id && receiver_id == my_id).then_some(()),
+                    _ => None,
+                }
             })
             .is_some();
         if ready {
@@ -1264,12 +1274,14 @@ fn run_our_client(
         }
         let e = datagram(b"echo-ours", i as u32, len);
         target.send_to(&e, from).unwrap();
-        let back = me.wait_for(50, |f| match Packet::parse(f.plain.as_deref()?).ok()? {
-            Packet::Safer {
-                kind: SaferKind::Data { conv: c, payload },
-                ..
-            } => (c == conv && payload == e).then_some(()),
-            _ => None,
+        let back = me.wait_for(50, Duration::from_secs(3), |f| {
+            match Packet::parse(f.plain.as_deref()?).ok()? {
+                Packet::Safer {
+                    kind: SaferKind::Data { conv: c, payload },
+                    ..
+                } => (c == conv && payload == e).then_some(()),
+                _ => None,
+            }
         });
         if back.is_none() {
             return Err(format!(
